@@ -1,0 +1,81 @@
+package terdut
+
+import (
+	"crypto/sha256"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A Cache keeps one Client per provider config and reuses it while the
+// config's endpoint, credentials, CA bundle and timeout stay the same.
+// Building an HTTP client (and its connection pool) per reconcile is the
+// memory bug provider-kubernetes had to fix; a changed credential replaces
+// the entry rather than adding one, so rotation does not grow the cache.
+type Cache struct {
+	mu      sync.Mutex
+	entries map[string]cacheEntry
+	newFn   func(Options) (*Client, error)
+}
+
+type cacheEntry struct {
+	digest [sha256.Size]byte
+	client *Client
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache {
+	return &Cache{entries: map[string]cacheEntry{}, newFn: New}
+}
+
+// digest hashes everything that makes two clients differ. The token is
+// hashed, never kept as a map key.
+func digest(o Options) [sha256.Size]byte {
+	h := sha256.New()
+	for _, s := range []string{o.Endpoint, o.Token.Reveal(), string(o.CABundle), strconv.FormatInt(int64(o.Timeout/time.Millisecond), 10), strconv.Itoa(o.MaxRetries)} {
+		_, _ = h.Write([]byte(strconv.Itoa(len(s))))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(s))
+	}
+	var d [sha256.Size]byte
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+// Get returns the cached Client for owner (a provider config's identity, e.g.
+// "ClusterProviderConfig/default") when its options are unchanged, and builds
+// and caches a new one otherwise.
+func (c *Cache) Get(owner string, o Options) (*Client, error) {
+	d := digest(o)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[owner]; ok && e.digest == d {
+		return e.client, nil
+	}
+	cl, err := c.newFn(o)
+	if err != nil {
+		return nil, err
+	}
+	if old, ok := c.entries[owner]; ok {
+		old.client.http.CloseIdleConnections()
+	}
+	c.entries[owner] = cacheEntry{digest: d, client: cl}
+	return cl, nil
+}
+
+// Forget drops owner's client, e.g. when its provider config is deleted.
+func (c *Cache) Forget(owner string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[owner]; ok {
+		e.client.http.CloseIdleConnections()
+		delete(c.entries, owner)
+	}
+}
+
+// Len returns how many clients are cached.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}

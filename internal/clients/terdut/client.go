@@ -1,0 +1,374 @@
+// Package terdut is the one typed client for terdut-server's REST API. Every
+// method takes a context, every error from the server is an *APIError, and no
+// key ever appears in an error: keys travel only in the Authorization header
+// and in the Secret fields of responses.
+package terdut
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	// DefaultTimeout bounds one request when Options.Timeout is zero.
+	DefaultTimeout = 30 * time.Second
+	// defaultMaxRetries is how often a 429 is retried before it is returned.
+	defaultMaxRetries = 3
+	// maxRetryAfter caps how long one Retry-After is honoured.
+	maxRetryAfter = 30 * time.Second
+	// maxBody bounds what is read of a response.
+	maxBody = 4 << 20
+)
+
+var (
+	errNoEndpoint = errors.New("terdut-server endpoint is empty")
+	errBadCA      = errors.New("CA bundle holds no PEM certificate")
+)
+
+// Options configure a Client.
+type Options struct {
+	// Endpoint is the server's base URL, e.g. http://terdut.oncall.svc:8080.
+	Endpoint string
+	// Token is the Bearer key. Empty means unauthenticated (healthz,
+	// bootstrap).
+	Token Secret
+	// CABundle is PEM; when set it replaces the system roots.
+	CABundle []byte
+	// Timeout bounds each request. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// MaxRetries bounds retries of a 429. Zero means 3; negative means none.
+	MaxRetries int
+	// Transport overrides the HTTP transport (tests).
+	Transport http.RoundTripper
+}
+
+// A Client talks to one terdut-server with one key. It is safe for concurrent
+// use and meant to be reused: see Cache.
+type Client struct {
+	base       *url.URL
+	token      Secret
+	http       *http.Client
+	maxRetries int
+	sleep      func(context.Context, time.Duration) error
+}
+
+// New returns a Client for the supplied options.
+func New(o Options) (*Client, error) {
+	if o.Endpoint == "" {
+		return nil, errNoEndpoint
+	}
+	u, err := url.Parse(strings.TrimRight(o.Endpoint, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("terdut-server endpoint %q is not an http(s) URL", o.Endpoint)
+	}
+	rt := o.Transport
+	if rt == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // DefaultTransport is always an *http.Transport.
+		if len(o.CABundle) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(o.CABundle) {
+				return nil, errBadCA
+			}
+			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+		rt = t
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	retries := o.MaxRetries
+	switch {
+	case retries == 0:
+		retries = defaultMaxRetries
+	case retries < 0:
+		retries = 0
+	}
+	return &Client{
+		base:       u,
+		token:      o.Token,
+		http:       &http.Client{Transport: rt, Timeout: timeout},
+		maxRetries: retries,
+		sleep:      sleepCtx,
+	}, nil
+}
+
+// String describes the client without its key.
+func (c Client) String() string { return "terdut.Client{endpoint: " + c.base.String() + "}" }
+
+// GoString describes the client without its key, for %#v.
+func (c Client) GoString() string { return c.String() }
+
+// Endpoint returns the server's base URL.
+func (c *Client) Endpoint() string { return c.base.String() }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// do sends one request and decodes a 2xx answer into out (when not nil). A
+// 429 is retried after its Retry-After, up to maxRetries times.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body []byte
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("cannot encode %s %s request: %w", method, path, err)
+		}
+		body = b
+	}
+	u := *c.base
+	u.Path = c.base.Path + path
+	u.RawQuery = q.Encode()
+
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return fmt.Errorf("cannot build %s %s request: %w", method, path, err)
+		}
+		req.Header.Set("Accept", "application/json")
+		if in != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token.Reveal())
+		}
+		rsp, err := c.http.Do(req)
+		if err != nil {
+			// url.Error names the URL, which holds no key.
+			return fmt.Errorf("terdut-server: %s %s: %w", method, path, err)
+		}
+		data, rerr := io.ReadAll(io.LimitReader(rsp.Body, maxBody))
+		_ = rsp.Body.Close()
+		if rerr != nil {
+			return fmt.Errorf("terdut-server: %s %s: cannot read answer: %w", method, path, rerr)
+		}
+		if rsp.StatusCode == http.StatusTooManyRequests && attempt < c.maxRetries {
+			if err := c.sleep(ctx, retryAfter(rsp.Header.Get("Retry-After"))); err != nil {
+				return fmt.Errorf("terdut-server: %s %s: waiting out 429: %w", method, path, err)
+			}
+			continue
+		}
+		if rsp.StatusCode >= 400 {
+			return newAPIError(method, path, rsp.StatusCode, data)
+		}
+		if out == nil || len(bytes.TrimSpace(data)) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("terdut-server: %s %s: cannot decode answer: %w", method, path, err)
+		}
+		return nil
+	}
+}
+
+func newAPIError(method, path string, code int, data []byte) *APIError {
+	var eb errorBody
+	msg := ""
+	if json.Unmarshal(data, &eb) == nil {
+		msg = eb.Error
+	}
+	if len(msg) > maxMessage {
+		msg = msg[:maxMessage] + "..."
+	}
+	return &APIError{Method: method, Path: path, StatusCode: code, Message: msg}
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date); it falls
+// back to one second and never waits longer than maxRetryAfter.
+func retryAfter(h string) time.Duration {
+	d := time.Second
+	if s, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && s >= 0 {
+		d = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = time.Until(t)
+	}
+	if d < 0 {
+		d = 0
+	}
+	return min(d, maxRetryAfter)
+}
+
+func id(n int64) string { return strconv.FormatInt(n, 10) }
+
+func teamPath(teamID int64, rest ...string) string {
+	p := pathTeams + "/" + id(teamID)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+// Healthz answers nil when GET /healthz answers 200.
+func (c *Client) Healthz(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, pathHealthz, nil, nil, nil)
+}
+
+// Bootstrap calls the single-shot POST /api/bootstrap.
+func (c *Client) Bootstrap(ctx context.Context, r BootstrapRequest) (*BootstrapResponse, error) {
+	out := &BootstrapResponse{}
+	return out, c.do(ctx, http.MethodPost, pathBootstrap, nil, r, out)
+}
+
+// ListUsers returns every user.
+func (c *Client) ListUsers(ctx context.Context) ([]User, error) {
+	var out []User
+	return out, c.do(ctx, http.MethodGet, pathUsers, nil, nil, &out)
+}
+
+// CreateServiceAccount creates a service account; a 409 means the name exists.
+func (c *Client) CreateServiceAccount(ctx context.Context, sa ServiceAccount) (*ServiceAccount, error) {
+	out := &ServiceAccount{}
+	return out, c.do(ctx, http.MethodPost, pathServiceAccounts, nil, sa, out)
+}
+
+// GetServiceAccountByName returns the named account, or nil when none has
+// that name.
+func (c *Client) GetServiceAccountByName(ctx context.Context, name string) (*ServiceAccount, error) {
+	var out []ServiceAccount
+	if err := c.do(ctx, http.MethodGet, pathServiceAccounts, url.Values{"name": {name}}, nil, &out); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Name == name {
+			return &out[i], nil
+		}
+	}
+	return nil, nil //nolint:nilnil // No account of that name is not an error.
+}
+
+// DeleteServiceAccount deletes an account and its keys.
+func (c *Client) DeleteServiceAccount(ctx context.Context, accountID int64) error {
+	return c.do(ctx, http.MethodDelete, pathServiceAccounts+"/"+id(accountID), nil, nil, nil)
+}
+
+// MintKey mints a new key on an account; the raw key is only in this answer.
+func (c *Client) MintKey(ctx context.Context, accountID int64) (*APIKey, error) {
+	out := &APIKey{}
+	return out, c.do(ctx, http.MethodPost, pathServiceAccounts+"/"+id(accountID)+"/"+pathKeys, nil, struct{}{}, out)
+}
+
+// RevokeKey revokes one key of an account.
+func (c *Client) RevokeKey(ctx context.Context, accountID, keyID int64) error {
+	return c.do(ctx, http.MethodDelete, pathServiceAccounts+"/"+id(accountID)+"/"+pathKeys+"/"+id(keyID), nil, nil, nil)
+}
+
+// CreateTeam creates a team; a 409 means the name exists.
+func (c *Client) CreateTeam(ctx context.Context, name string) (*Team, error) {
+	out := &Team{}
+	return out, c.do(ctx, http.MethodPost, pathTeams, nil, teamName{Name: name}, out)
+}
+
+// GetTeam returns one team.
+func (c *Client) GetTeam(ctx context.Context, teamID int64) (*Team, error) {
+	out := &Team{}
+	return out, c.do(ctx, http.MethodGet, teamPath(teamID), nil, nil, out)
+}
+
+// GetTeamByName returns the named team, or nil when none has that name.
+func (c *Client) GetTeamByName(ctx context.Context, name string) (*Team, error) {
+	var out []Team
+	if err := c.do(ctx, http.MethodGet, pathTeams, url.Values{"name": {name}}, nil, &out); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Name == name {
+			return &out[i], nil
+		}
+	}
+	return nil, nil //nolint:nilnil // No team of that name is not an error.
+}
+
+// RenameTeam renames a team.
+func (c *Client) RenameTeam(ctx context.Context, teamID int64, name string) error {
+	return c.do(ctx, http.MethodPut, teamPath(teamID), nil, teamName{Name: name}, nil)
+}
+
+// SetOIDCGroups sets a team's OIDC group mapping.
+func (c *Client) SetOIDCGroups(ctx context.Context, teamID int64, g OIDCGroups) error {
+	return c.do(ctx, http.MethodPut, teamPath(teamID, pathOIDCGroups), nil, g, nil)
+}
+
+// DeleteTeam deletes a team and its rows.
+func (c *Client) DeleteTeam(ctx context.Context, teamID int64) error {
+	return c.do(ctx, http.MethodDelete, teamPath(teamID), nil, nil, nil)
+}
+
+// GetEscalationPolicy returns a team's whole policy.
+func (c *Client) GetEscalationPolicy(ctx context.Context, teamID int64) (*EscalationPolicy, error) {
+	out := &EscalationPolicy{}
+	return out, c.do(ctx, http.MethodGet, teamPath(teamID, pathEscalation), nil, nil, out)
+}
+
+// PutEscalationPolicy replaces a team's whole policy.
+func (c *Client) PutEscalationPolicy(ctx context.Context, teamID int64, p EscalationPolicy) error {
+	if p.Levels == nil {
+		p.Levels = []EscalationLevel{}
+	}
+	return c.do(ctx, http.MethodPut, teamPath(teamID, pathEscalation), nil, p, nil)
+}
+
+// ListDeadmanSwitches returns a team's switches.
+func (c *Client) ListDeadmanSwitches(ctx context.Context, teamID int64) ([]DeadmanSwitch, error) {
+	var out []DeadmanSwitch
+	return out, c.do(ctx, http.MethodGet, teamPath(teamID, pathDeadman), nil, nil, &out)
+}
+
+// CreateDeadmanSwitch creates a switch. The server has no unique names.
+func (c *Client) CreateDeadmanSwitch(ctx context.Context, teamID int64, s DeadmanSwitch) (*DeadmanSwitch, error) {
+	out := &DeadmanSwitch{}
+	s.ID = 0
+	return out, c.do(ctx, http.MethodPost, teamPath(teamID, pathDeadman), nil, s, out)
+}
+
+// UpdateDeadmanSwitch replaces a switch in place.
+func (c *Client) UpdateDeadmanSwitch(ctx context.Context, teamID, switchID int64, s DeadmanSwitch) error {
+	s.ID = 0
+	return c.do(ctx, http.MethodPut, teamPath(teamID, pathDeadman, id(switchID)), nil, s, nil)
+}
+
+// DeleteDeadmanSwitch deletes a switch.
+func (c *Client) DeleteDeadmanSwitch(ctx context.Context, teamID, switchID int64) error {
+	return c.do(ctx, http.MethodDelete, teamPath(teamID, pathDeadman, id(switchID)), nil, nil, nil)
+}
+
+// ListIntegrations returns a team's integrations, without URL or key.
+func (c *Client) ListIntegrations(ctx context.Context, teamID int64) ([]Integration, error) {
+	var out []Integration
+	return out, c.do(ctx, http.MethodGet, teamPath(teamID, pathIntegrations), nil, nil, &out)
+}
+
+// CreateIntegration creates an integration. Its answer is the only place its
+// URL and key are ever shown.
+func (c *Client) CreateIntegration(ctx context.Context, teamID int64, kind, name string) (*Integration, error) {
+	out := &Integration{}
+	return out, c.do(ctx, http.MethodPost, teamPath(teamID, pathIntegrations), nil, Integration{Kind: kind, Name: name}, out)
+}
+
+// RenameIntegration renames an integration; nothing else can change in place.
+func (c *Client) RenameIntegration(ctx context.Context, teamID, integrationID int64, name string) error {
+	return c.do(ctx, http.MethodPatch, teamPath(teamID, pathIntegrations, id(integrationID)), nil, integrationName{Name: name}, nil)
+}
+
+// DeleteIntegration deletes an integration; its key stops working.
+func (c *Client) DeleteIntegration(ctx context.Context, teamID, integrationID int64) error {
+	return c.do(ctx, http.MethodDelete, teamPath(teamID, pathIntegrations, id(integrationID)), nil, nil, nil)
+}

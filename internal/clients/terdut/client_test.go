@@ -1,0 +1,187 @@
+package terdut
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRetryAfter(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		header string
+		want   time.Duration
+	}{
+		"Seconds":  {reason: "A number is seconds.", header: "2", want: 2 * time.Second},
+		"Missing":  {reason: "No header waits one second.", header: "", want: time.Second},
+		"Capped":   {reason: "A long wait is capped.", header: "3600", want: maxRetryAfter},
+		"Negative": {reason: "A negative value is ignored.", header: "-4", want: time.Second},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := retryAfter(tc.header); got != tc.want {
+				t.Errorf("\n%s\nretryAfter(%q) = %v, want %v", tc.reason, tc.header, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDoHonours429(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) <= 2 {
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		_, _ = w.Write([]byte(`[{"id":1,"username":"alice"}]`))
+	}))
+	defer srv.Close()
+
+	c, err := New(Options{Endpoint: srv.URL, Token: "tdk_secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waited []time.Duration
+	c.sleep = func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }
+
+	users, err := c.ListUsers(context.Background())
+	if err != nil {
+		t.Fatalf("ListUsers after two 429s: %v", err)
+	}
+	if diff := cmp.Diff([]time.Duration{7 * time.Second, 7 * time.Second}, waited); diff != "" {
+		t.Errorf("waits: -want, +got:\n%s", diff)
+	}
+	if len(users) != 1 || users[0].Username != "alice" {
+		t.Errorf("ListUsers = %+v, want alice", users)
+	}
+}
+
+func TestDoGivesUpOn429(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	c, _ := New(Options{Endpoint: srv.URL, MaxRetries: 2})
+	n := 0
+	c.sleep = func(context.Context, time.Duration) error { n++; return nil }
+	_, err := c.ListUsers(context.Background())
+	if !statusIs(err, http.StatusTooManyRequests) || n != 2 {
+		t.Errorf("ListUsers = %v after %d waits; want a 429 error after 2 waits", err, n)
+	}
+}
+
+func TestErrorsNeverCarryAKey(t *testing.T) {
+	const key = "tdk_0123456789abcdef"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":"database unavailable"}`))
+	}))
+	defer srv.Close()
+	c, _ := New(Options{Endpoint: srv.URL, Token: key})
+
+	_, err := c.GetTeam(context.Background(), 42)
+	if err == nil {
+		t.Fatal("GetTeam against a failing server: nil error")
+	}
+	if IsNotFound(err) {
+		t.Errorf("a 500 reads as not found: %v", err)
+	}
+	want := "terdut-server: GET /api/teams/42: 500: database unavailable"
+	if err.Error() != want {
+		t.Errorf("error = %q, want %q", err.Error(), want)
+	}
+	for _, s := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", c), fmt.Sprintf("%v", *c)} {
+		if strings.Contains(s, key) {
+			t.Errorf("a key leaked into %q", s)
+		}
+	}
+}
+
+func TestSecretRedacts(t *testing.T) {
+	in := Integration{ID: 1, Name: "am", URL: "http://x/y", Key: "tdi_raw"}
+	for _, s := range []string{fmt.Sprint(in), fmt.Sprintf("%v", in), fmt.Sprintf("%+v", in), fmt.Sprintf("%#v", in), fmt.Sprintf("%s", in.Key)} { //nolint:gosimple // Each verb is what is under test.
+		if strings.Contains(s, "tdi_raw") || strings.Contains(s, "http://x/y") {
+			t.Errorf("a secret leaked through fmt: %q", s)
+		}
+	}
+	if in.Key.Reveal() != "tdi_raw" {
+		t.Errorf("Reveal() = %q, want the raw key", in.Key.Reveal())
+	}
+}
+
+func TestTimeoutIsNotNotFound(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	c, _ := New(Options{Endpoint: srv.URL, Timeout: 50 * time.Millisecond})
+	_, err := c.GetTeam(context.Background(), 1)
+	var apiErr *APIError
+	if err == nil || IsNotFound(err) || errors.As(err, &apiErr) {
+		t.Errorf("GetTeam that times out = %v; want a transport error that is not a 404", err)
+	}
+}
+
+func TestNewRejectsBadEndpoint(t *testing.T) {
+	for _, e := range []string{"", "ftp://x", "not a url", "http://"} {
+		if _, err := New(Options{Endpoint: e}); err == nil {
+			t.Errorf("New(Endpoint: %q): nil error", e)
+		}
+	}
+	if _, err := New(Options{Endpoint: "https://x", CABundle: []byte("junk")}); !errors.Is(err, errBadCA) {
+		t.Errorf("New with a junk CA: %v, want %v", err, errBadCA)
+	}
+}
+
+func TestCache(t *testing.T) {
+	c := NewCache()
+	built := 0
+	c.newFn = func(o Options) (*Client, error) { built++; return New(o) }
+	o := Options{Endpoint: "http://127.0.0.1:1", Token: "a"}
+
+	a1, _ := c.Get("ClusterProviderConfig/default", o)
+	a2, _ := c.Get("ClusterProviderConfig/default", o)
+	if a1 != a2 || built != 1 {
+		t.Errorf("same options built %d clients (same=%v); want one reused client", built, a1 == a2)
+	}
+	o.Token = "b"
+	b, _ := c.Get("ClusterProviderConfig/default", o)
+	if b == a1 || c.Len() != 1 {
+		t.Errorf("a rotated key: new client=%v, cached=%d; want a new client replacing the old entry", b != a1, c.Len())
+	}
+	_, _ = c.Get("ProviderConfig/team-a/terdut", o)
+	c.Forget("ClusterProviderConfig/default")
+	if c.Len() != 1 {
+		t.Errorf("after Forget: %d cached, want 1", c.Len())
+	}
+}
+
+// BenchmarkCacheGet shows what a reconcile pays to obtain its client.
+func BenchmarkCacheGet(b *testing.B) {
+	c := NewCache()
+	o := Options{Endpoint: "http://127.0.0.1:1", Token: "tdk_0123456789abcdef0123456789abcdef"}
+	for b.Loop() {
+		if _, err := c.Get("ClusterProviderConfig/default", o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNewClient is what a reconcile would pay without the cache.
+func BenchmarkNewClient(b *testing.B) {
+	o := Options{Endpoint: "http://127.0.0.1:1", Token: "tdk_0123456789abcdef0123456789abcdef"}
+	for b.Loop() {
+		if _, err := New(o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

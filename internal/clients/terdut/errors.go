@@ -1,0 +1,53 @@
+package terdut
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// maxMessage bounds how much of a server's error message an APIError keeps.
+const maxMessage = 256
+
+// An APIError is a terdut-server answer with status >= 400. It names the
+// method, the path (IDs only, never a key) and the server's message.
+type APIError struct {
+	Method     string
+	Path       string
+	StatusCode int
+	Message    string
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.StatusCode)
+	}
+	return fmt.Sprintf("terdut-server: %s %s: %d: %s", e.Method, e.Path, e.StatusCode, msg)
+}
+
+func statusIs(err error, code int) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.StatusCode == code
+}
+
+// IsNotFound reports whether err is a 404 from the server. Only a 404 means
+// "gone": a 403, a 5xx or a timeout never does.
+func IsNotFound(err error) bool { return statusIs(err, http.StatusNotFound) }
+
+// IsConflict reports whether err is a 409: the name is taken.
+func IsConflict(err error) bool { return statusIs(err, http.StatusConflict) }
+
+// IsForbidden reports whether err is a 403.
+func IsForbidden(err error) bool { return statusIs(err, http.StatusForbidden) }
+
+// IsUnauthorized reports whether err is a 401: the key is missing, unknown or
+// revoked.
+func IsUnauthorized(err error) bool { return statusIs(err, http.StatusUnauthorized) }
+
+// IsRouteMissing reports whether err says the server does not have the route
+// (an older server): 404 or 405 on a capability probe. [design §13]
+func IsRouteMissing(err error) bool {
+	return IsNotFound(err) || statusIs(err, http.StatusMethodNotAllowed)
+}

@@ -1,0 +1,358 @@
+package terdutdouble
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+)
+
+// Options configure a Server.
+type Options struct {
+	// AdminKey, when set, seeds the server as already bootstrapped: a user
+	// "admin" holding this key. Empty leaves a fresh server that only
+	// POST /api/bootstrap can open.
+	AdminKey string
+	// Users are extra usernames to seed (escalation targets).
+	Users []string
+}
+
+// A Fault changes how the double answers matching requests.
+type Fault struct {
+	// Method matches the request method; empty matches any.
+	Method string `json:"method,omitempty"`
+	// Route matches the ServeMux route, e.g. "/api/teams/{id}"; empty
+	// matches any /api/ route.
+	Route string `json:"route,omitempty"`
+	// Status replaces the answer's status (with an error body). Zero keeps
+	// the real answer.
+	Status int `json:"status,omitempty"`
+	// Times is how many requests the fault applies to; zero means all.
+	Times int `json:"times,omitempty"`
+	// Delay holds the answer this long (or until the client goes away).
+	Delay Duration `json:"delay,omitempty"`
+	// Commit runs the real handler first, so its state change is kept, and
+	// only then answers with Status: "commit then fail".
+	Commit bool `json:"commit,omitempty"`
+}
+
+// Duration is a time.Duration that reads and writes as a Go duration string.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+type principal struct {
+	keyID     int64
+	userID    int64 // user keys (bootstrap admin)
+	accountID int64 // service-account keys
+	scope     string
+	teamID    int64
+}
+
+type account struct {
+	terdut.ServiceAccount
+	keys map[int64]string // key ID -> raw key
+}
+
+type ownedSwitch struct {
+	teamID int64
+	terdut.DeadmanSwitch
+}
+
+type ownedIntegration struct {
+	teamID int64
+	terdut.Integration
+}
+
+// Server is the in-memory terdut-server double. Use Handler with httptest, or
+// run cmd/terdut-double on loopback.
+type Server struct {
+	mu sync.Mutex
+
+	nextID       int64
+	users        map[int64]terdut.User
+	keys         map[string]*principal // raw key -> who
+	accounts     map[int64]*account
+	teams        map[int64]terdut.Team
+	policies     map[int64]terdut.EscalationPolicy
+	switches     map[int64]ownedSwitch
+	integrations map[int64]ownedIntegration
+	created      map[int64]time.Time
+	issued       []string
+
+	counters       map[string]int
+	faults         []*Fault
+	notFoundWindow time.Duration
+	now            func() time.Time
+
+	api   *http.ServeMux
+	admin *http.ServeMux
+}
+
+// New returns a Server seeded from o.
+func New(o Options) *Server {
+	s := &Server{
+		users:        map[int64]terdut.User{},
+		keys:         map[string]*principal{},
+		accounts:     map[int64]*account{},
+		teams:        map[int64]terdut.Team{},
+		policies:     map[int64]terdut.EscalationPolicy{},
+		switches:     map[int64]ownedSwitch{},
+		integrations: map[int64]ownedIntegration{},
+		created:      map[int64]time.Time{},
+		counters:     map[string]int{},
+		now:          time.Now,
+	}
+	if o.AdminKey != "" {
+		u := s.addUserLocked("admin", "admin@terdut.test")
+		s.keys[o.AdminKey] = &principal{keyID: s.id(), userID: u.ID}
+	}
+	for _, name := range o.Users {
+		s.addUserLocked(name, name+"@terdut.test")
+	}
+	s.routes()
+	return s
+}
+
+func (s *Server) id() int64 {
+	s.nextID++
+	return s.nextID
+}
+
+func (s *Server) addUserLocked(name, email string) terdut.User {
+	u := terdut.User{ID: s.id(), Username: name, Email: email, CreatedAt: s.now().UTC()}
+	s.users[u.ID] = u
+	return u
+}
+
+// secret returns a new random secret with prefix and remembers it as issued.
+func (s *Server) secret(prefix string) string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	v := prefix + hex.EncodeToString(b)
+	s.issued = append(s.issued, v)
+	return v
+}
+
+// Handler serves the API, /healthz and the admin API.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/admin/") {
+			s.admin.ServeHTTP(w, r)
+			return
+		}
+		s.serveAPI(w, r)
+	})
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	_, pattern := s.api.Handler(r)
+	method, route, _ := strings.Cut(pattern, " ")
+	if route == "" {
+		route, method = method, r.Method
+	}
+	s.mu.Lock()
+	s.counters[r.Method+" "+route]++
+	f := s.takeFaultLocked(method, route)
+	s.mu.Unlock()
+
+	if f == nil {
+		s.api.ServeHTTP(w, r)
+		return
+	}
+	var rec *httptest.ResponseRecorder
+	if f.Commit || f.Status == 0 {
+		rec = httptest.NewRecorder()
+		s.api.ServeHTTP(rec, r)
+	}
+	if f.Delay > 0 {
+		t := time.NewTimer(time.Duration(f.Delay))
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	if f.Status != 0 {
+		writeError(w, f.Status, "injected fault")
+		return
+	}
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
+}
+
+func (s *Server) takeFaultLocked(method, route string) *Fault {
+	for i, f := range s.faults {
+		if f.Method != "" && f.Method != method {
+			continue
+		}
+		if f.Route != "" && f.Route != route {
+			continue
+		}
+		if f.Route == "" && !strings.HasPrefix(route, "/api/") {
+			continue
+		}
+		c := *f
+		if f.Times > 0 {
+			f.Times--
+			if f.Times == 0 {
+				s.faults = slices.Delete(s.faults, i, i+1)
+			}
+		}
+		return &c
+	}
+	return nil
+}
+
+// AddFault installs a fault; faults are tried in the order they were added.
+func (s *Server) AddFault(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &f)
+}
+
+// ClearFaults removes every fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+// SetNotFoundAfterCreate makes objects created less than d ago answer 404 on
+// GET and stay out of lists, like an eventually consistent server.
+func (s *Server) SetNotFoundAfterCreate(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notFoundWindow = d
+}
+
+// Counters returns how many requests each "METHOD /route" received.
+func (s *Server) Counters() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.counters)
+}
+
+// Count returns the requests "METHOD /route" received.
+func (s *Server) Count(methodRoute string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counters[methodRoute]
+}
+
+// Total returns the requests received on every route.
+func (s *Server) Total() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.counters {
+		n += c
+	}
+	return n
+}
+
+// ResetCounters zeroes the counters.
+func (s *Server) ResetCounters() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counters = map[string]int{}
+}
+
+// Issued returns every secret the double ever issued (API keys, integration
+// URLs and keys), so tests can check none of them leaked.
+func (s *Server) Issued() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.issued)
+}
+
+// AddUser adds a user, as a login would.
+func (s *Server) AddUser(name string) terdut.User {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addUserLocked(name, name+"@terdut.test")
+}
+
+// RenameUser renames a user, as an identity provider might.
+func (s *Server) RenameUser(userID int64, name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[userID]
+	if ok {
+		u.Username = name
+		s.users[userID] = u
+	}
+	return ok
+}
+
+// hidden reports whether id was created inside the not-found window.
+func (s *Server) hiddenLocked(id int64) bool {
+	if s.notFoundWindow <= 0 {
+		return false
+	}
+	t, ok := s.created[id]
+	return ok && s.now().Sub(t) < s.notFoundWindow
+}
+
+func (s *Server) markCreatedLocked(id int64) { s.created[id] = s.now() }
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if v != nil {
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON body")
+		return false
+	}
+	return true
+}
+
+func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
+	v, err := strconv.ParseInt(r.PathValue(name), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not found")
+		return 0, false
+	}
+	return v, true
+}
+
+func sortedValues[K int64, V any](m map[K]V) []V {
+	keys := slices.Sorted(maps.Keys(m))
+	out := make([]V, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, m[k])
+	}
+	return out
+}
