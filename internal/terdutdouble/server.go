@@ -24,6 +24,8 @@ type Options struct {
 	AdminKey string
 	// Users are extra usernames to seed (escalation targets).
 	Users []string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // A Fault changes how the double answers matching requests.
@@ -36,6 +38,9 @@ type Fault struct {
 	// Status replaces the answer's status (with an error body). Zero keeps
 	// the real answer.
 	Status int `json:"status,omitempty"`
+	// Body replaces the error body of a Status answer, e.g. "[]" with
+	// status 200 for a list that lags behind a create.
+	Body string `json:"body,omitempty"`
 	// Times is how many requests the fault applies to; zero means all.
 	Times int `json:"times,omitempty"`
 	// Delay holds the answer this long (or until the client goes away).
@@ -124,6 +129,9 @@ func New(o Options) *Server {
 		counters:     map[string]int{},
 		now:          time.Now,
 	}
+	if o.Now != nil {
+		s.now = o.Now
+	}
 	if o.AdminKey != "" {
 		u := s.addUserLocked("admin", "admin@terdut.test")
 		s.keys[o.AdminKey] = &principal{keyID: s.id(), userID: u.ID}
@@ -194,6 +202,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			t.Stop()
 			return
 		}
+	}
+	if f.Status != 0 && f.Body != "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.Status)
+		_, _ = w.Write([]byte(f.Body))
+		return
 	}
 	if f.Status != 0 {
 		writeError(w, f.Status, "injected fault")

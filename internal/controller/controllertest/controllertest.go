@@ -1,0 +1,82 @@
+// Package controllertest is the one shared fixture of the controllers'
+// tests: the terdut-server test double on httptest, clients for it, and an
+// event recorder that keeps what it is told.
+package controllertest
+
+import (
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+// AdminKey is the fixture double's admin key.
+const AdminKey = "tdk_fixture_admin"
+
+// Now is the fixture double's clock.
+var Now = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+// Fixture is a running double and a client for it.
+type Fixture struct {
+	Server *terdutdouble.Server
+	Client *terdut.Client
+	URL    string
+}
+
+// New starts the double with users alice and bob and an admin key; it stops
+// when the test ends.
+func New(t *testing.T) *Fixture {
+	t.Helper()
+	s := terdutdouble.New(terdutdouble.Options{AdminKey: AdminKey, Users: []string{"alice", "bob"}, Now: func() time.Time { return Now }})
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	c, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: AdminKey, MaxRetries: -1})
+	if err != nil {
+		t.Fatalf("terdut.New: %v", err)
+	}
+	return &Fixture{Server: s, Client: c, URL: hs.URL}
+}
+
+// Team creates a team on the double and returns its ID.
+func (f *Fixture) Team(t *testing.T, name string) int64 {
+	t.Helper()
+	tm, err := f.Client.CreateTeam(t.Context(), name)
+	if err != nil {
+		t.Fatalf("CreateTeam(%q): %v", name, err)
+	}
+	return tm.ID
+}
+
+// Recorder keeps the events it records.
+type Recorder struct {
+	mu     sync.Mutex
+	Events []event.Event
+}
+
+// Event records e.
+func (r *Recorder) Event(_ runtime.Object, e event.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Events = append(r.Events, e)
+}
+
+// WithAnnotations returns r.
+func (r *Recorder) WithAnnotations(_ ...string) event.Recorder { return r }
+
+// Reasons returns the reasons of the recorded events, in order.
+func (r *Recorder) Reasons() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := []string{}
+	for _, e := range r.Events {
+		out = append(out, string(e.Reason))
+	}
+	return out
+}

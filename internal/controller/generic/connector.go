@@ -1,0 +1,173 @@
+// Package generic holds what every managed-resource kind of the provider
+// shares: one connector (provider config lookup, usage tracking, credentials,
+// the client cache) and one setup (gating, management policies, change logs,
+// metrics, rate limiting). A kind supplies only its external client.
+package generic
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+)
+
+const (
+	errTrackUsage      = "cannot track provider config usage"
+	errNoPCRef         = "spec.providerConfigRef is not set"
+	errPCKind          = "spec.providerConfigRef.kind must be ProviderConfig or ClusterProviderConfig"
+	errGetPC           = "cannot get %s %q"
+	errGetCreds        = "cannot read the credentials of %s %q"
+	errEmptyCreds      = "the credentials of %s %q are empty"
+	errGetCA           = "cannot read the CA bundle of %s %q"
+	errForeignSecret   = "%s %q may only use Secrets in its own namespace %q, not %q"
+	errNewClient       = "cannot build a terdut-server client for %s %q"
+	errMissingSecretNS = "%s %q: a ClusterProviderConfig's secret selectors need a namespace"
+)
+
+// Deps are what a kind's external client is built from on each Connect.
+type Deps struct {
+	// Client talks to the terdut-server of the MR's provider config.
+	Client *terdut.Client
+	// Kube reads and writes Kubernetes objects (connection Secrets).
+	Kube client.Client
+	// Record emits events on the MR.
+	Record event.Recorder
+}
+
+// A Tracker records that a managed resource uses its provider config.
+type Tracker interface {
+	Track(ctx context.Context, mg resource.ModernManaged) error
+}
+
+// A Connector produces a kind's external client: it tracks the provider
+// config usage, resolves the ProviderConfig or ClusterProviderConfig,
+// extracts its credentials and takes a cached terdut client for them.
+type Connector[M resource.ModernManaged] struct {
+	Kube     client.Client
+	Usage    Tracker
+	Clients  *terdut.Cache
+	Record   event.Recorder
+	External func(Deps) managed.TypedExternalClient[M]
+}
+
+// Connect implements managed.TypedExternalConnector.
+func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternalClient[M], error) {
+	if err := c.Usage.Track(ctx, mg); err != nil {
+		return nil, errors.Wrap(err, errTrackUsage)
+	}
+	cfg, err := ResolveProviderConfig(ctx, c.Kube, mg)
+	if err != nil {
+		return nil, err
+	}
+	o, err := ClientOptions(ctx, c.Kube, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := c.Clients.Get(cfg.ID(), o)
+	if err != nil {
+		return nil, errors.Wrapf(err, errNewClient, cfg.Kind, cfg.Name)
+	}
+	return c.External(Deps{Client: cl, Kube: c.Kube, Record: c.Record}), nil
+}
+
+// A Config is a resolved ProviderConfig or ClusterProviderConfig.
+type Config struct {
+	Kind      string
+	Name      string
+	Namespace string // empty for a ClusterProviderConfig
+	Spec      v1alpha1.ProviderConfigSpec
+}
+
+// ID names the config in the client cache.
+func (c Config) ID() string {
+	if c.Namespace == "" {
+		return c.Kind + "/" + c.Name
+	}
+	return c.Kind + "/" + c.Namespace + "/" + c.Name
+}
+
+// ResolveProviderConfig gets the provider config mg references: a
+// ProviderConfig in mg's namespace, or a ClusterProviderConfig.
+func ResolveProviderConfig(ctx context.Context, kube client.Reader, mg resource.ModernManaged) (Config, error) {
+	ref := mg.GetProviderConfigReference()
+	if ref == nil || ref.Name == "" {
+		return Config{}, errors.New(errNoPCRef)
+	}
+	switch ref.Kind {
+	case v1alpha1.ProviderConfigKind:
+		pc := &v1alpha1.ProviderConfig{}
+		if err := kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
+			return Config{}, errors.Wrapf(err, errGetPC, ref.Kind, mg.GetNamespace()+"/"+ref.Name)
+		}
+		return Config{Kind: ref.Kind, Name: pc.Name, Namespace: pc.Namespace, Spec: pc.Spec}, nil
+	case v1alpha1.ClusterProviderConfigKind:
+		pc := &v1alpha1.ClusterProviderConfig{}
+		if err := kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
+			return Config{}, errors.Wrapf(err, errGetPC, ref.Kind, ref.Name)
+		}
+		return Config{Kind: ref.Kind, Name: pc.Name, Spec: pc.Spec}, nil
+	default:
+		return Config{}, errors.New(errPCKind)
+	}
+}
+
+// secretNamespace checks that a namespaced ProviderConfig selects Secrets of
+// its own namespace only (defaulting an empty one to it), and that a
+// ClusterProviderConfig names one.
+func secretNamespace(cfg Config, sel *xpv2.SecretKeySelector) error {
+	if sel == nil {
+		return nil
+	}
+	switch {
+	case cfg.Namespace == "" && sel.Namespace == "":
+		return errors.Errorf(errMissingSecretNS, cfg.Kind, cfg.Name)
+	case cfg.Namespace != "" && sel.Namespace == "":
+		sel.Namespace = cfg.Namespace
+	case cfg.Namespace != "" && sel.Namespace != cfg.Namespace:
+		return errors.Errorf(errForeignSecret, cfg.Kind, cfg.Name, cfg.Namespace, sel.Namespace)
+	}
+	return nil
+}
+
+// ClientOptions reads the key and CA bundle a config points at.
+func ClientOptions(ctx context.Context, kube client.Client, cfg Config) (terdut.Options, error) {
+	creds := cfg.Spec.Credentials
+	sel := creds.CommonCredentialSelectors.DeepCopy()
+	if err := secretNamespace(cfg, sel.SecretRef); err != nil {
+		return terdut.Options{}, err
+	}
+	raw, err := resource.CommonCredentialExtractor(ctx, creds.Source, kube, *sel)
+	if err != nil {
+		return terdut.Options{}, errors.Wrapf(err, errGetCreds, cfg.Kind, cfg.Name)
+	}
+	token := strings.TrimSpace(string(raw))
+	if token == "" {
+		return terdut.Options{}, errors.Errorf(errEmptyCreds, cfg.Kind, cfg.Name)
+	}
+	o := terdut.Options{Endpoint: cfg.Spec.Endpoint, Token: terdut.Secret(token)}
+	if cfg.Spec.RequestTimeout != nil {
+		o.Timeout = cfg.Spec.RequestTimeout.Duration
+	}
+	if ca := cfg.Spec.CABundleSecretRef.DeepCopy(); ca != nil {
+		if err := secretNamespace(cfg, ca); err != nil {
+			return terdut.Options{}, err
+		}
+		s := &corev1.Secret{}
+		if err := kube.Get(ctx, types.NamespacedName{Namespace: ca.Namespace, Name: ca.Name}, s); err != nil {
+			return terdut.Options{}, errors.Wrapf(err, errGetCA, cfg.Kind, cfg.Name)
+		}
+		o.CABundle = s.Data[ca.Key]
+	}
+	return o, nil
+}

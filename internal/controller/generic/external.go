@@ -1,0 +1,51 @@
+package generic
+
+import (
+	"strconv"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+)
+
+// Event reasons the provider's controllers emit beyond crossplane-runtime's.
+const (
+	// ReasonAdopted: Create found the object on the server by its natural
+	// key (or after a 409) and took it over instead of creating another.
+	ReasonAdopted = "AdoptedExternalResource"
+	// ReasonKeyRotated: a spec change forced a delete and recreate that
+	// changes a key.
+	ReasonKeyRotated = "KeyRotated"
+)
+
+const errExternalName = "external-name %q is not a terdut-server ID: set it to the object's numeric ID or remove it"
+
+// ExternalID returns mg's external name as a server ID. ok is false when no
+// external name is set yet.
+func ExternalID(mg resource.Object) (id int64, ok bool, err error) {
+	en := meta.GetExternalName(mg)
+	if en == "" {
+		return 0, false, nil
+	}
+	id, err = strconv.ParseInt(en, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, false, errors.Errorf(errExternalName, en)
+	}
+	return id, true, nil
+}
+
+// SetExternalID records a server ID as mg's external name.
+func SetExternalID(mg resource.Object, id int64) {
+	meta.SetExternalName(mg, FormatID(id))
+}
+
+// Unavailable is a Ready=False condition with a reason users act on.
+func Unavailable(reason xpv2.ConditionReason, msg string) xpv2.Condition {
+	c := xpv2.Unavailable().WithMessage(msg)
+	c.Reason = reason
+	return c
+}
+
+// FormatID renders a server ID as an external name.
+func FormatID(id int64) string { return strconv.FormatInt(id, 10) }

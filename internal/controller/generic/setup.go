@@ -1,0 +1,119 @@
+package generic
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+)
+
+const errStateMetrics = "cannot register the MR state metrics recorder for %s"
+
+// Options are crossplane-runtime's controller options plus what the
+// provider's controllers share.
+type Options struct {
+	controller.Options
+
+	// Clients is the one terdut client cache of the process.
+	Clients *terdut.Cache
+
+	// ManagementPolicies turns spec.managementPolicies on (the default).
+	ManagementPolicies bool
+}
+
+// A Kind describes one managed-resource kind to Setup.
+type Kind[M resource.ModernManaged] struct {
+	// GroupKind names the controller, e.g. "Team.terdut.ryuvia.com".
+	GroupKind string
+	// GVK is the kind's GroupVersionKind.
+	GVK schema.GroupVersionKind
+	// Object is an empty M, the type the controller reconciles.
+	Object M
+	// List is an empty list of M, for the state metrics.
+	List resource.ManagedList
+	// External builds the kind's external client for one reconcile.
+	External func(Deps) managed.TypedExternalClient[M]
+	// DeterministicExternalName lets the reconciler go on after a crash
+	// between Create and recording the external name. Set it when Create
+	// looks the object up by its natural key before it creates one, so a
+	// retried Create adopts rather than duplicates.
+	DeterministicExternalName bool
+	// OwnsSecrets watches the Secrets the MR controls (its connection
+	// Secret), so that losing one is noticed at once.
+	OwnsSecrets bool
+}
+
+// SetupGated sets the kind's controller up once its CRD is established when
+// safe-start gating is on, and at once otherwise.
+func SetupGated[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) error {
+	if o.Gate == nil {
+		return Setup(mgr, o, k)
+	}
+	o.Gate.Register(func() {
+		if err := Setup(mgr, o, k); err != nil {
+			mgr.GetLogger().Error(err, "cannot set up the controller", "gvk", k.GVK.String())
+		}
+	}, k.GVK)
+	return nil
+}
+
+// Setup adds the kind's managed-resource controller to mgr.
+func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) error {
+	name := managed.ControllerName(k.GroupKind)
+	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name))
+
+	conn := &Connector[M]{
+		Kube:     mgr.GetClient(),
+		Usage:    resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
+		Clients:  o.Clients,
+		Record:   record,
+		External: k.External,
+	}
+	opts := []managed.ReconcilerOption{
+		managed.WithTypedExternalConnector[M](conn),
+		// NOTE: no initializers: the default one sets the external name to
+		// metadata.name, but ours is the server's ID, set by Create.
+		managed.WithInitializers(),
+		managed.WithLogger(o.Logger.WithValues("controller", name)),
+		managed.WithPollInterval(o.PollInterval),
+		managed.WithRecorder(record),
+		managed.WithDeterministicExternalName(k.DeterministicExternalName),
+	}
+	if o.ManagementPolicies {
+		opts = append(opts, managed.WithManagementPolicies())
+	}
+	if o.Features != nil && o.Features.Enabled(feature.EnableAlphaChangeLogs) && o.ChangeLogOptions != nil {
+		opts = append(opts, managed.WithChangeLogger(o.ChangeLogOptions.ChangeLogger))
+	}
+	if o.MetricOptions != nil {
+		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
+		if o.MetricOptions.MRStateMetrics != nil {
+			sm := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, k.List, o.MetricOptions.PollStateMetricInterval)
+			if err := mgr.Add(sm); err != nil {
+				return errors.Wrapf(err, errStateMetrics, k.GroupKind)
+			}
+		}
+	}
+
+	r := managed.NewReconciler(mgr, resource.ManagedKind(k.GVK), opts...)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(o.ForControllerRuntime()).
+		For(k.Object, builder.WithPredicates(resource.DesiredStateChanged()))
+	if k.OwnsSecrets {
+		b = b.Owns(&corev1.Secret{})
+	}
+	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}

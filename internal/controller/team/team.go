@@ -1,0 +1,211 @@
+// Package team manages terdut-server teams as Team managed resources.
+package team
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+)
+
+const (
+	errGetTeam      = "cannot get team"
+	errLookupTeam   = "cannot look up team by name"
+	errCreateTeam   = "cannot create team"
+	errRenameTeam   = "cannot rename team"
+	errNameTaken    = "cannot rename team: the display name %q belongs to another team on the server"
+	errSetGroups    = "cannot set the team's OIDC groups"
+	errDeleteTeam   = "cannot delete team"
+	errConflictGone = "the server answered 409 for team %q, but no team of that name can be found"
+)
+
+// api is the part of terdut-server's API a Team needs.
+type api interface {
+	GetTeam(ctx context.Context, teamID int64) (*terdut.Team, error)
+	GetTeamByName(ctx context.Context, name string) (*terdut.Team, error)
+	CreateTeam(ctx context.Context, name string) (*terdut.Team, error)
+	RenameTeam(ctx context.Context, teamID int64, name string) error
+	SetOIDCGroups(ctx context.Context, teamID int64, g terdut.OIDCGroups) error
+	DeleteTeam(ctx context.Context, teamID int64) error
+}
+
+var _ api = (*terdut.Client)(nil)
+
+// Setup adds the Team controller to mgr.
+func Setup(mgr ctrl.Manager, o generic.Options) error {
+	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.Team]{
+		GroupKind:                 v1alpha1.TeamGroupKind,
+		GVK:                       v1alpha1.TeamGroupVersionKind,
+		Object:                    &v1alpha1.Team{},
+		List:                      &v1alpha1.TeamList{},
+		External:                  New,
+		DeterministicExternalName: true,
+	})
+}
+
+// New returns a Team's external client.
+func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Team] {
+	return &external{api: d.Client, record: d.Record}
+}
+
+type external struct {
+	api    api
+	record event.Recorder
+	// observed is what Observe read in this reconcile; Update uses it.
+	observed *terdut.Team
+}
+
+var _ managed.TypedExternalClient[*v1alpha1.Team] = (*external)(nil)
+
+// Observe gets the team by its ID. Only a 404 means it does not exist.
+func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalObservation, error) {
+	id, ok, err := generic.ExternalID(cr)
+	if err != nil || !ok {
+		return managed.ExternalObservation{}, err
+	}
+	t, err := e.api.GetTeam(ctx, id)
+	if terdut.IsNotFound(err) {
+		return managed.ExternalObservation{}, nil
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errGetTeam)
+	}
+	e.observed = t
+	cr.Status.AtProvider = Observation(t)
+	cr.SetConditions(xpv2.Available())
+	diff := Diff(cr.Spec.ForProvider, t)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
+}
+
+// Create adopts a team of the same name if the server has one, and creates
+// one otherwise. A 409 means another caller (or our own earlier, interrupted
+// attempt) made it first: adopt it.
+func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
+	name := cr.Spec.ForProvider.DisplayName
+	t, err := e.api.GetTeamByName(ctx, name)
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, errLookupTeam)
+	}
+	if t == nil {
+		t, err = e.api.CreateTeam(ctx, name)
+		if terdut.IsConflict(err) {
+			t, err = e.adoptAfterConflict(ctx, name)
+		}
+		if err != nil {
+			return managed.ExternalCreation{}, errors.Wrap(err, errCreateTeam)
+		}
+	} else {
+		e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted the existing team %q (ID %d) instead of creating another", name, t.ID)))
+	}
+	generic.SetExternalID(cr, t.ID)
+	return managed.ExternalCreation{}, nil
+}
+
+func (e *external) adoptAfterConflict(ctx context.Context, name string) (*terdut.Team, error) {
+	t, err := e.api.GetTeamByName(ctx, name)
+	if err != nil {
+		return nil, errors.Wrap(err, errLookupTeam)
+	}
+	if t == nil {
+		return nil, errors.Errorf(errConflictGone, name)
+	}
+	return t, nil
+}
+
+// Update renames the team and sets its OIDC groups, each only if it differs.
+func (e *external) Update(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalUpdate, error) {
+	id, _, err := generic.ExternalID(cr)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	cur := e.observed
+	if cur == nil {
+		if cur, err = e.api.GetTeam(ctx, id); err != nil {
+			return managed.ExternalUpdate{}, errors.Wrap(err, errGetTeam)
+		}
+	}
+	p := cr.Spec.ForProvider
+	if cur.Name != p.DisplayName {
+		err := e.api.RenameTeam(ctx, id, p.DisplayName)
+		if terdut.IsConflict(err) {
+			return managed.ExternalUpdate{}, errors.Errorf(errNameTaken, p.DisplayName)
+		}
+		if err != nil {
+			return managed.ExternalUpdate{}, errors.Wrap(err, errRenameTeam)
+		}
+	}
+	if want := desiredGroups(p); want != nil && *want != groupsOf(cur) {
+		if err := e.api.SetOIDCGroups(ctx, id, *want); err != nil {
+			return managed.ExternalUpdate{}, errors.Wrap(err, errSetGroups)
+		}
+	}
+	return managed.ExternalUpdate{}, nil
+}
+
+// Delete deletes the team. A team already gone is not an error; anything
+// else is, and keeps the finalizer.
+func (e *external) Delete(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalDelete, error) {
+	id, ok, err := generic.ExternalID(cr)
+	if err != nil || !ok {
+		return managed.ExternalDelete{}, err
+	}
+	if err := e.api.DeleteTeam(ctx, id); err != nil && !terdut.IsNotFound(err) {
+		return managed.ExternalDelete{}, errors.Wrap(err, errDeleteTeam)
+	}
+	return managed.ExternalDelete{}, nil
+}
+
+// Disconnect does nothing: the client is cached and shared.
+func (e *external) Disconnect(_ context.Context) error { return nil }
+
+// Observation maps a server team to the MR's status.
+func Observation(t *terdut.Team) v1alpha1.TeamObservation {
+	o := v1alpha1.TeamObservation{
+		ID:          t.ID,
+		DisplayName: t.Name,
+		OIDC:        v1alpha1.TeamOIDC{MemberGroup: t.OIDCMemberGroup, OwnerGroup: t.OIDCOwnerGroup},
+	}
+	if !t.CreatedAt.IsZero() {
+		ts := metav1.NewTime(t.CreatedAt)
+		o.CreatedAt = &ts
+	}
+	return o
+}
+
+func groupsOf(t *terdut.Team) terdut.OIDCGroups {
+	return terdut.OIDCGroups{MemberGroup: t.OIDCMemberGroup, OwnerGroup: t.OIDCOwnerGroup}
+}
+
+// desiredGroups is nil when the spec leaves the OIDC mapping alone.
+func desiredGroups(p v1alpha1.TeamParameters) *terdut.OIDCGroups {
+	if p.OIDC == nil {
+		return nil
+	}
+	return &terdut.OIDCGroups{MemberGroup: p.OIDC.MemberGroup, OwnerGroup: p.OIDC.OwnerGroup}
+}
+
+// Diff is empty when the server's team is as the spec wants it.
+func Diff(p v1alpha1.TeamParameters, t *terdut.Team) string {
+	type state struct {
+		Name   string
+		Groups *terdut.OIDCGroups
+	}
+	want := state{Name: p.DisplayName, Groups: desiredGroups(p)}
+	got := state{Name: t.Name}
+	if want.Groups != nil {
+		g := groupsOf(t)
+		got.Groups = &g
+	}
+	return cmp.Diff(want, got)
+}
