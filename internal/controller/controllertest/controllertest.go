@@ -20,6 +20,11 @@ import (
 // AdminKey is the fixture double's admin key.
 const AdminKey = "tdk_fixture_admin"
 
+// FirstID is the ID of the first object a test creates on a fresh fixture:
+// the double numbers everything from one counter, and the fixture uses IDs 1
+// to 4 (admin, its key, alice, bob).
+const FirstID int64 = 5
+
 // Now is the fixture double's clock.
 var Now = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
