@@ -2,6 +2,7 @@ package generic
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -49,3 +50,30 @@ func Unavailable(reason xpv2.ConditionReason, msg string) xpv2.Condition {
 
 // FormatID renders a server ID as an external name.
 func FormatID(id int64) string { return strconv.FormatInt(id, 10) }
+
+const errTeamUnknown = "spec.forProvider.teamId is not resolved yet: the team reference is not ready"
+
+// TeamID returns the team a child MR belongs to: spec.forProvider.teamId
+// once resolved, else the team last observed (a child being deleted does not
+// resolve its references again).
+func TeamID(spec *int64, observed int64) (int64, error) {
+	switch {
+	case spec != nil:
+		return *spec, nil
+	case observed != 0:
+		return observed, nil
+	default:
+		return 0, errors.New(errTeamUnknown)
+	}
+}
+
+// SameDuration reports whether two Go duration strings are the same
+// duration ("5m" and "5m0s"); unparseable ones compare as strings.
+func SameDuration(a, b string) bool {
+	da, errA := time.ParseDuration(a)
+	db, errB := time.ParseDuration(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return da == db
+}
