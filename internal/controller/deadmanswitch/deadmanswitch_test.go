@@ -36,9 +36,13 @@ func sw(teamID int64, o ...option) *v1alpha1.DeadmanSwitch {
 	return cr
 }
 
-func withID(id int64) option { return func(cr *v1alpha1.DeadmanSwitch) { generic.SetExternalID(cr, id) } }
+func withID(id int64) option {
+	return func(cr *v1alpha1.DeadmanSwitch) { generic.SetExternalID(cr, id) }
+}
 
-func withName(n string) option { return func(cr *v1alpha1.DeadmanSwitch) { cr.Spec.ForProvider.Name = n } }
+func withName(n string) option {
+	return func(cr *v1alpha1.DeadmanSwitch) { cr.Spec.ForProvider.Name = n }
+}
 
 func onServer() terdut.DeadmanSwitch {
 	return terdut.DeadmanSwitch{Name: "prod-watchdog", Matcher: "cluster=prod,alertname=Watchdog", Timeout: "15m0s", Severity: "critical"}

@@ -1,0 +1,327 @@
+// Package integration manages a terdut-server team's alert sources as
+// Integration managed resources. An integration's webhook URL and key are
+// shown by the server once, in the answer to the POST that made it, so this
+// controller writes them to the MR's connection Secret itself, before Create
+// returns, and treats the loss of that Secret as fail-closed.
+package integration
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+)
+
+// ReasonWebhookSecretLost is the Ready=False reason for a connection Secret
+// lost while its integration still exists.
+const ReasonWebhookSecretLost xpv2.ConditionReason = "WebhookSecretLost"
+
+// Keys of the connection Secret, usable by Alertmanager's webhook_configs as
+// files (url_file, and the key as a bearer token file).
+const (
+	SecretKeyURL = "url"
+	SecretKeyKey = "key"
+
+	// AnnotationIntegrationID on the Secret says whose key it holds.
+	AnnotationIntegrationID = "terdut.ryuvia.com/integration-id"
+	// LabelIntegration on the Secret names the Integration that wrote it.
+	LabelIntegration = "terdut.ryuvia.com/integration"
+)
+
+const (
+	errListIntegrations  = "cannot list integrations"
+	errCreateIntegration = "cannot create integration"
+	errRenameIntegration = "cannot rename integration"
+	errDeleteIntegration = "cannot delete integration"
+	errNoSecretRef       = "spec.writeConnectionSecretToRef is required: the webhook url and key are written only there"
+	errGetSecret         = "cannot get the connection Secret"
+	errWriteSecret       = "cannot write the webhook url and key to the connection Secret %q; integration %d was deleted again since nobody holds its key"
+	errWriteSecretKept   = "cannot write the webhook url and key to the connection Secret %q, nor delete integration %d again: its key is lost"
+	errSecretLost        = "the connection Secret lost the webhook url and key: see the Ready condition"
+	errSaveExternalName  = "cannot record the new integration's ID %d"
+	msgSecretLost        = "Secret %q no longer holds the webhook url and key of integration %d, and terdut-server never shows them again. No new key was minted, so nothing that sends to this integration broke. To get a new URL and key, delete and recreate this Integration."
+	msgKeyRotated        = "kind changed from %s to %s: integration %d was deleted and %d created in its place, with a NEW webhook URL and key in Secret %q. Senders using the old URL and key fail until they read the new Secret."
+)
+
+// api is the part of terdut-server's API an Integration needs.
+type api interface {
+	ListIntegrations(ctx context.Context, teamID int64) ([]terdut.Integration, error)
+	CreateIntegration(ctx context.Context, teamID int64, kind, name string) (*terdut.Integration, error)
+	RenameIntegration(ctx context.Context, teamID, integrationID int64, name string) error
+	DeleteIntegration(ctx context.Context, teamID, integrationID int64) error
+}
+
+var _ api = (*terdut.Client)(nil)
+
+// Setup adds the Integration controller to mgr.
+func Setup(mgr ctrl.Manager, o generic.Options) error {
+	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.Integration]{
+		GroupKind: v1alpha1.IntegrationGroupKind,
+		GVK:       v1alpha1.IntegrationGroupVersionKind,
+		Object:    &v1alpha1.Integration{},
+		List:      &v1alpha1.IntegrationList{},
+		External:  New,
+		// Create lists the team's integrations and adopts one of the same
+		// name before it POSTs, so a retried Create cannot duplicate.
+		DeterministicExternalName: true,
+		OwnsSecrets:               true,
+	})
+}
+
+// New returns an Integration's external client.
+func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Integration] {
+	return &external{api: d.Client, kube: d.Kube, record: d.Record}
+}
+
+type external struct {
+	api    api
+	kube   client.Client
+	record event.Recorder
+	// observed is what Observe found in this reconcile; Update uses it.
+	observed *terdut.Integration
+}
+
+var _ managed.TypedExternalClient[*v1alpha1.Integration] = (*external)(nil)
+
+// Observe finds the integration in its team's list and checks that the
+// connection Secret still holds its url and key. It hands the Secret's data
+// back as connection details, so the reconciler's publisher finds nothing to
+// change.
+func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalObservation, error) {
+	id, ok, err := generic.ExternalID(cr)
+	if err != nil || !ok {
+		return managed.ExternalObservation{}, err
+	}
+	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	cur, err := e.find(ctx, teamID, func(in terdut.Integration) bool { return in.ID == id })
+	if terdut.IsNotFound(err) {
+		return managed.ExternalObservation{}, nil
+	}
+	if err != nil || cur == nil {
+		return managed.ExternalObservation{}, err
+	}
+	e.observed = cur
+	cr.Status.AtProvider = v1alpha1.IntegrationObservation{ID: cur.ID, TeamID: teamID, Kind: cur.Kind, Name: cur.Name}
+	diff := Diff(cr.Spec.ForProvider, *cur)
+	if meta.WasDeleted(cr) {
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	}
+
+	details, err := e.secretDetails(ctx, cr, id)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	// NOTE: a kind change recreates the integration anyway, which writes a
+	// new Secret; only an unchanged integration can have lost its key.
+	if details == nil && cur.Kind == kindOf(cr.Spec.ForProvider) {
+		msg := fmt.Sprintf(msgSecretLost, secretName(cr), id)
+		cr.SetConditions(generic.Unavailable(ReasonWebhookSecretLost, msg))
+		e.record.Event(cr, event.Warning(event.Reason(ReasonWebhookSecretLost), errors.New(msg)))
+		return managed.ExternalObservation{}, errors.New(errSecretLost)
+	}
+	cr.SetConditions(xpv2.Available())
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff, ConnectionDetails: details}, nil
+}
+
+// find returns the team's first integration that matches, or nil.
+func (e *external) find(ctx context.Context, teamID int64, match func(terdut.Integration) bool) (*terdut.Integration, error) {
+	list, err := e.api.ListIntegrations(ctx, teamID)
+	if err != nil {
+		return nil, errors.Wrap(err, errListIntegrations)
+	}
+	for i := range list {
+		if match(list[i]) {
+			return &list[i], nil
+		}
+	}
+	return nil, nil //nolint:nilnil // No match is not an error.
+}
+
+// secretDetails returns the url and key in the connection Secret, or nil
+// when the Secret is gone, incomplete, or holds another integration's key.
+func (e *external) secretDetails(ctx context.Context, cr *v1alpha1.Integration, id int64) (managed.ConnectionDetails, error) {
+	s := &corev1.Secret{}
+	err := e.kube.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: secretName(cr)}, s)
+	if kerrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errors.Wrap(err, errGetSecret)
+	}
+	if s.Annotations[AnnotationIntegrationID] != generic.FormatID(id) || len(s.Data[SecretKeyURL]) == 0 || len(s.Data[SecretKeyKey]) == 0 {
+		return nil, nil
+	}
+	return managed.ConnectionDetails{SecretKeyURL: s.Data[SecretKeyURL], SecretKeyKey: s.Data[SecretKeyKey]}, nil
+}
+
+// Create adopts the team's integration of the same name if there is one
+// (its key stays wherever an earlier attempt wrote it), and otherwise POSTs
+// one and writes its url and key to the connection Secret before returning.
+func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalCreation, error) {
+	p := cr.Spec.ForProvider
+	if cr.GetWriteConnectionSecretToReference() == nil {
+		return managed.ExternalCreation{}, errors.New(errNoSecretRef)
+	}
+	teamID, err := generic.TeamID(p.TeamID, 0)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	byName := func(in terdut.Integration) bool { return in.Name == p.Name }
+	cur, err := e.find(ctx, teamID, byName)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	if cur != nil {
+		e.adopt(cr, cur.ID)
+		return managed.ExternalCreation{}, nil
+	}
+	in, err := e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
+	if terdut.IsConflict(err) {
+		// NOTE: the contract has no unique integration names; a server
+		// answering 409 anyway gets the design's general rule: adopt.
+		if cur, ferr := e.find(ctx, teamID, byName); ferr == nil && cur != nil {
+			e.adopt(cr, cur.ID)
+			return managed.ExternalCreation{}, nil
+		}
+	}
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, errCreateIntegration)
+	}
+	if err := e.keep(ctx, cr, teamID, in); err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	generic.SetExternalID(cr, in.ID)
+	return managed.ExternalCreation{ConnectionDetails: details(in)}, nil
+}
+
+func (e *external) adopt(cr *v1alpha1.Integration, id int64) {
+	e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted the existing integration %q (ID %d) instead of creating another; its url and key are usable only if Secret %q already holds them", cr.Spec.ForProvider.Name, id, secretName(cr))))
+	generic.SetExternalID(cr, id)
+}
+
+// keep writes a just-created integration's url and key to the connection
+// Secret. If that fails, the integration is deleted again: nobody holds its
+// key. If even that fails, its ID is recorded so the loss is reported
+// (WebhookSecretLost) rather than the integration leaked.
+func (e *external) keep(ctx context.Context, cr *v1alpha1.Integration, teamID int64, in *terdut.Integration) error {
+	s := resource.LocalConnectionSecretFor(cr, v1alpha1.IntegrationGroupVersionKind)
+	s.Labels = map[string]string{LabelIntegration: cr.GetName()}
+	s.Annotations = map[string]string{AnnotationIntegrationID: generic.FormatID(in.ID)}
+	s.Data = details(in)
+	err := resource.NewAPIPatchingApplicator(e.kube).Apply(ctx, s, resource.ConnectionSecretMustBeControllableBy(cr.GetUID()))
+	if err == nil {
+		return nil
+	}
+	if derr := e.api.DeleteIntegration(ctx, teamID, in.ID); derr != nil && !terdut.IsNotFound(derr) {
+		generic.SetExternalID(cr, in.ID)
+		return errors.Wrapf(err, errWriteSecretKept, secretName(cr), in.ID)
+	}
+	return errors.Wrapf(err, errWriteSecret, secretName(cr), in.ID)
+}
+
+// Update renames in place; a kind change deletes the integration and creates
+// a new one (the server cannot change a kind), which rotates its URL and key
+// and says so in a Warning event.
+func (e *external) Update(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalUpdate, error) {
+	id, _, err := generic.ExternalID(cr)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	p := cr.Spec.ForProvider
+	cur := e.observed
+	if cur != nil && cur.Kind != kindOf(p) {
+		return managed.ExternalUpdate{}, e.recreate(ctx, cr, teamID, cur)
+	}
+	return managed.ExternalUpdate{}, errors.Wrap(e.api.RenameIntegration(ctx, teamID, id, p.Name), errRenameIntegration)
+}
+
+// recreate replaces an integration whose kind changed. NOTE: the order is
+// delete, create, write the Secret, record the ID; an interruption at any
+// point is resumed by Observe (old ID gone) and Create (adopts by name, and
+// the Secret's ID annotation says whether it holds the new key).
+func (e *external) recreate(ctx context.Context, cr *v1alpha1.Integration, teamID int64, old *terdut.Integration) error {
+	p := cr.Spec.ForProvider
+	if err := e.api.DeleteIntegration(ctx, teamID, old.ID); err != nil && !terdut.IsNotFound(err) {
+		return errors.Wrap(err, errDeleteIntegration)
+	}
+	in, err := e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
+	if err != nil {
+		return errors.Wrap(err, errCreateIntegration)
+	}
+	if err := e.keep(ctx, cr, teamID, in); err != nil {
+		return err
+	}
+	e.record.Event(cr, event.Warning(generic.ReasonKeyRotated, errors.Errorf(msgKeyRotated, old.Kind, in.Kind, old.ID, in.ID, secretName(cr))))
+	orig := cr.DeepCopy()
+	generic.SetExternalID(cr, in.ID)
+	// NOTE: the reconciler persists only status after Update, so the new
+	// external name is patched here.
+	return errors.Wrapf(e.kube.Patch(ctx, cr, client.MergeFrom(orig)), errSaveExternalName, in.ID)
+}
+
+// Delete deletes the integration; one already gone is not an error. The
+// connection Secret is garbage collected with the MR.
+func (e *external) Delete(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalDelete, error) {
+	id, ok, err := generic.ExternalID(cr)
+	if err != nil || !ok {
+		return managed.ExternalDelete{}, err
+	}
+	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	if err != nil {
+		return managed.ExternalDelete{}, err
+	}
+	if err := e.api.DeleteIntegration(ctx, teamID, id); err != nil && !terdut.IsNotFound(err) {
+		return managed.ExternalDelete{}, errors.Wrap(err, errDeleteIntegration)
+	}
+	return managed.ExternalDelete{}, nil
+}
+
+// Disconnect does nothing: the client is cached and shared.
+func (e *external) Disconnect(_ context.Context) error { return nil }
+
+func secretName(cr *v1alpha1.Integration) string {
+	if r := cr.GetWriteConnectionSecretToReference(); r != nil {
+		return r.Name
+	}
+	return ""
+}
+
+func details(in *terdut.Integration) managed.ConnectionDetails {
+	return managed.ConnectionDetails{SecretKeyURL: []byte(in.URL.Reveal()), SecretKeyKey: []byte(in.Key.Reveal())}
+}
+
+func kindOf(p v1alpha1.IntegrationParameters) string {
+	if p.Kind == "" {
+		return terdut.IntegrationAlertmanager
+	}
+	return p.Kind
+}
+
+// Diff is empty when the server's integration is as the spec wants it.
+func Diff(p v1alpha1.IntegrationParameters, cur terdut.Integration) string {
+	type state struct{ Kind, Name string }
+	return cmp.Diff(state{Kind: kindOf(p), Name: p.Name}, state{Kind: cur.Kind, Name: cur.Name})
+}
