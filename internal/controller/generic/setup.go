@@ -72,7 +72,7 @@ func SetupGated[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]
 // Setup adds the kind's managed-resource controller to mgr.
 func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) error {
 	name := managed.ControllerName(k.GroupKind)
-	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name))
+	record := NewRecorder(mgr, name)
 
 	conn := &Connector[M]{
 		Kube:     mgr.GetClient(),
@@ -116,4 +116,11 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		b = b.Owns(&corev1.Secret{})
 	}
 	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}
+
+// NewRecorder returns an event recorder for the named controller.
+// NOTE: crossplane-runtime v2.4.0's event.NewAPIRecorder takes the
+// record.EventRecorder of the old events API; move when it takes the new one.
+func NewRecorder(mgr ctrl.Manager, name string) event.Recorder {
+	return event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //lint:ignore SA1019 crossplane-runtime's recorder needs the old events API.
 }

@@ -45,9 +45,13 @@ func integ(teamID int64, o ...option) *v1alpha1.Integration {
 
 func withID(id int64) option { return func(cr *v1alpha1.Integration) { generic.SetExternalID(cr, id) } }
 
-func withKind(k string) option { return func(cr *v1alpha1.Integration) { cr.Spec.ForProvider.Kind = k } }
+func withKind(k string) option {
+	return func(cr *v1alpha1.Integration) { cr.Spec.ForProvider.Kind = k }
+}
 
-func withName(n string) option { return func(cr *v1alpha1.Integration) { cr.Spec.ForProvider.Name = n } }
+func withName(n string) option {
+	return func(cr *v1alpha1.Integration) { cr.Spec.ForProvider.Name = n }
+}
 
 func withDeletion() option {
 	return func(cr *v1alpha1.Integration) {

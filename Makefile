@@ -1,0 +1,61 @@
+# provider-terdut. The two commands that matter:
+#   make dev    local control plane + terdut-server test double + provider + examples
+#   make test   everything CI checks: generated code, lint, unit, contract and e2e tests
+
+SHELL := /usr/bin/env bash
+GO ?= go
+STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0
+OUT := _output/bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+LDFLAGS := -X git.ryuvia.com/niklas/provider-terdut/internal/version.Version=$(VERSION)
+
+.PHONY: all build generate check-generate lint unit e2e test bench dev dev-down cluster-build
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(OUT)/provider ./cmd/provider
+	$(GO) build -o $(OUT)/terdut-double ./cmd/terdut-double
+
+## generate: deepcopy, managed methods and CRDs (package/crds) from apis/.
+generate:
+	$(GO) generate ./...
+
+## check-generate: fail when the committed generated code is stale.
+check-generate: generate
+	@if [ -n "$$(git status --porcelain -- apis package/crds)" ]; then \
+		echo "Generated code is stale; run 'make generate' and commit:"; \
+		git status --porcelain -- apis package/crds; exit 1; \
+	fi
+	@echo "generated code is up to date"
+
+lint:
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/...
+	$(STATICCHECK) ./...
+	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
+	@if git grep -n 'err.Error() ==' -- '*.go' ':!*_test.go'; then echo "compare errors with errors.As, not strings"; exit 1; fi
+	@if git grep -n 'fmt.Print' -- 'internal/controller' ':!*_test.go'; then echo "no fmt.Print in controllers: use the logger"; exit 1; fi
+
+## unit: unit tests and the contract tests against the terdut-server double
+## (set TERDUT_URL and TERDUT_TOKEN to run the contract tests against a real one).
+unit:
+	$(GO) test -count=1 ./...
+
+## e2e: the end-to-end suite against a real kube-apiserver + Crossplane core.
+e2e: cluster-build
+	$(GO) test -tags e2e -count=1 -timeout 60m -v ./test/e2e/...
+
+test: check-generate lint unit e2e
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+cluster-build:
+	cluster/local/local.sh build
+
+dev:
+	cluster/local/dev.sh up
+
+dev-down:
+	cluster/local/dev.sh down

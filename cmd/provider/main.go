@@ -1,0 +1,171 @@
+// Command provider runs provider-terdut: the Crossplane controllers for
+// terdut-server's teams, escalation policies, dead man's switches and
+// integrations.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	changelogsv1alpha1 "github.com/crossplane/crossplane-runtime/v2/apis/changelogs/proto/v1alpha1"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	tcontroller "git.ryuvia.com/niklas/provider-terdut/internal/controller"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/version"
+)
+
+type flags struct {
+	debug              bool
+	leaderElection     bool
+	sync               time.Duration
+	poll               time.Duration
+	pollStateMetric    time.Duration
+	maxReconcileRate   int
+	managementPolicies bool
+	safeStart          bool
+	changeLogs         bool
+	changeLogsSocket   string
+	metricsAddr        string
+	healthAddr         string
+}
+
+func parse(args []string) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
+	fs.BoolVar(&f.debug, "debug", false, "Log at debug level (also controller-runtime's own logs).")
+	fs.BoolVar(&f.leaderElection, "leader-election", os.Getenv("LEADER_ELECTION") == "true", "Use leader election (run more than one replica).")
+	fs.DurationVar(&f.sync, "sync", time.Hour, "How often every resource is re-listed from the API server.")
+	fs.DurationVar(&f.poll, "poll", time.Minute, "How often each managed resource is checked against terdut-server for drift.")
+	fs.DurationVar(&f.pollStateMetric, "poll-state-metric", 5*time.Second, "How often the managed resource state metrics are recorded.")
+	fs.IntVar(&f.maxReconcileRate, "max-reconcile-rate", 10, "Reconciles per second, at most, across all kinds; also the concurrency per kind.")
+	fs.BoolVar(&f.managementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies (Observe-only import, orphaning).")
+	fs.BoolVar(&f.safeStart, "enable-safe-start", true, "Start each kind's controller only once its CRD is established.")
+	fs.BoolVar(&f.changeLogs, "enable-changelogs", false, "Send a change log entry for every create, update and delete to the changelogs socket.")
+	fs.StringVar(&f.changeLogsSocket, "changelogs-socket-path", "/var/run/changelogs/changelogs.sock", "The changelogs socket.")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Where the Prometheus metrics are served; 0 turns them off.")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "Where /healthz and /readyz are served; 0 turns them off.")
+	return f, fs.Parse(args)
+}
+
+func main() {
+	f, err := parse(os.Args[1:])
+	if err != nil {
+		os.Exit(2)
+	}
+	if err := run(f); err != nil {
+		fmt.Fprintln(os.Stderr, "provider-terdut:", err)
+		os.Exit(1)
+	}
+}
+
+func run(f flags) error {
+	zl := zap.New(zap.UseDevMode(f.debug))
+	log := logging.NewLogrLogger(zl.WithName("provider-terdut"))
+	if f.debug {
+		ctrl.SetLogger(zl)
+	} else {
+		// controller-runtime is very verbose even at info level.
+		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
+	log.Info("Starting", "version", version.Version, "poll", f.poll.String(), "max-reconcile-rate", f.maxReconcileRate)
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("cannot get the API server's config: %w", err)
+	}
+	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate), ctrl.Options{
+		Cache:                      cache.Options{SyncPeriod: &f.sync},
+		Metrics:                    metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:     f.healthAddr,
+		LeaderElection:             f.leaderElection,
+		LeaderElectionID:           "crossplane-leader-election-provider-terdut",
+		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
+		LeaseDuration:              ptr(60 * time.Second),
+		RenewDeadline:              ptr(50 * time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("cannot create the controller manager: %w", err)
+	}
+	if err := apis.AddToScheme(mgr.GetScheme()); err != nil {
+		return fmt.Errorf("cannot add the provider's APIs to the scheme: %w", err)
+	}
+	if err := apiextensionsv1.AddToScheme(mgr.GetScheme()); err != nil {
+		return fmt.Errorf("cannot add CRDs to the scheme: %w", err)
+	}
+	if f.healthAddr != "0" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+			return err
+		}
+	}
+
+	mrMetrics := managed.NewMRMetricRecorder()
+	stateMetrics := statemetrics.NewMRStateMetrics()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
+
+	o := generic.Options{
+		Options: controller.Options{
+			Logger:                  log,
+			MaxConcurrentReconciles: f.maxReconcileRate,
+			PollInterval:            f.poll,
+			GlobalRateLimiter:       ratelimiter.NewGlobal(f.maxReconcileRate),
+			Features:                &feature.Flags{},
+			MetricOptions: &controller.MetricOptions{
+				PollStateMetricInterval: f.pollStateMetric,
+				MRMetrics:               mrMetrics,
+				MRStateMetrics:          stateMetrics,
+			},
+		},
+		Clients:            terdut.NewCache(),
+		ManagementPolicies: f.managementPolicies,
+	}
+	if f.changeLogs {
+		conn, err := grpc.NewClient("unix://"+f.changeLogsSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return fmt.Errorf("cannot connect to the changelogs socket %s: %w", f.changeLogsSocket, err)
+		}
+		o.Features.Enable(feature.EnableAlphaChangeLogs)
+		o.ChangeLogOptions = &controller.ChangeLogOptions{
+			ChangeLogger: managed.NewGRPCChangeLogger(changelogsv1alpha1.NewChangeLogServiceClient(conn), managed.WithProviderVersion("provider-terdut:"+version.Version)),
+		}
+	}
+	if f.safeStart {
+		o.Gate = new(gate.Gate[schema.GroupVersionKind])
+		if err := customresourcesgate.Setup(mgr, o.Options); err != nil {
+			return fmt.Errorf("cannot set up the CRD gate: %w", err)
+		}
+	}
+	if err := tcontroller.Setup(mgr, o); err != nil {
+		return fmt.Errorf("cannot set up the controllers: %w", err)
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func ptr[T any](v T) *T { return &v }
