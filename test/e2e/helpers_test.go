@@ -1,0 +1,117 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+)
+
+// scenario prints what a test checks, so `make e2e` reads as a list.
+func scenario(t *testing.T, format string, args ...any) {
+	t.Helper()
+	fmt.Printf("--- scenario %s: %s\n", t.Name(), fmt.Sprintf(format, args...))
+}
+
+// eventually retries check until it returns "" or d passes; it fails the
+// test with the last complaint.
+func eventually(t *testing.T, d time.Duration, what string, check func() string) {
+	t.Helper()
+	last := ""
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if last = check(); last == "" {
+			return
+		}
+	}
+	t.Fatalf("%s: not within %s: %s", what, d, last)
+}
+
+func namespace(t *testing.T, name string, labels map[string]string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if err := env.kube.Create(t.Context(), ns); err != nil && !kerrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+}
+
+func apply(t *testing.T, yaml string) {
+	t.Helper()
+	if err := kubectl([]byte(yaml), "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, mg resource.Managed) resource.Managed {
+	t.Helper()
+	if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}, mg); err != nil {
+		t.Fatalf("get %s: %v", mg.GetName(), err)
+	}
+	return mg
+}
+
+// ready waits until mg is Ready=True and Synced=True, and returns it.
+func ready(t *testing.T, mg resource.Managed) resource.Managed {
+	t.Helper()
+	condition(t, mg, xpv2.TypeReady, corev1.ConditionTrue, "")
+	condition(t, mg, xpv2.TypeSynced, corev1.ConditionTrue, "")
+	return mg
+}
+
+// condition waits until mg's condition ct has status s (and reason r, when
+// not empty).
+func condition(t *testing.T, mg resource.Managed, ct xpv2.ConditionType, s corev1.ConditionStatus, r xpv2.ConditionReason) {
+	t.Helper()
+	eventually(t, 60*time.Second, fmt.Sprintf("%s %s=%s %s", mg.GetName(), ct, s, r), func() string {
+		if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}, mg); err != nil {
+			return err.Error()
+		}
+		c := mg.GetCondition(ct)
+		if c.Status != s || (r != "" && c.Reason != r) {
+			return fmt.Sprintf("%s is %s (%s): %s", ct, c.Status, c.Reason, c.Message)
+		}
+		return ""
+	})
+}
+
+// externalID waits for mg's external name and returns it as an ID.
+func externalID(t *testing.T, mg resource.Managed) int64 {
+	t.Helper()
+	var id int64
+	eventually(t, 30*time.Second, mg.GetName()+" external-name", func() string {
+		get(t, mg)
+		n, err := strconv.ParseInt(meta.GetExternalName(mg), 10, 64)
+		if err != nil {
+			return "no numeric external-name yet"
+		}
+		id = n
+		return ""
+	})
+	return id
+}
+
+// deleteAndWait deletes mg and waits until it is gone (its finalizer removed).
+func deleteAndWait(t *testing.T, mg client.Object) {
+	t.Helper()
+	if err := env.kube.Delete(t.Context(), mg); err != nil && !kerrors.IsNotFound(err) {
+		t.Fatalf("delete %s: %v", mg.GetName(), err)
+	}
+	eventually(t, 60*time.Second, mg.GetName()+" gone", func() string {
+		err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}, mg)
+		if kerrors.IsNotFound(err) {
+			return ""
+		}
+		return fmt.Sprintf("still there (finalizers %v)", mg.GetFinalizers())
+	})
+}
