@@ -400,3 +400,65 @@ func TestNoKeyLeaked(t *testing.T) {
 	}
 	fmt.Printf("    checked %d issued secrets against %d bytes of provider log\n", len(issued), len(log))
 }
+
+func TestValidation(t *testing.T) {
+	ns := "e2e-validation"
+	namespace(t, ns, nil)
+	cases := map[string]struct{ yaml, want string }{
+		"user target without username": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: EscalationPolicy
+metadata: {name: bad, namespace: e2e-validation}
+spec:
+  forProvider:
+    teamId: 1
+    levels: [{timeout: 5m, targets: [{kind: user}]}]
+`, "a user target needs a username"},
+		"zero timeout": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: DeadmanSwitch
+metadata: {name: bad, namespace: e2e-validation}
+spec:
+  forProvider: {teamId: 1, matcher: a=b, timeout: 0s}
+`, "timeout must be a duration greater than zero"},
+		"teamId and a ref": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: DeadmanSwitch
+metadata: {name: bad2, namespace: e2e-validation}
+spec:
+  forProvider: {teamId: 1, teamIdRef: {name: x}, matcher: a=b, timeout: 1m}
+`, "not both"},
+		"no team at all": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: DeadmanSwitch
+metadata: {name: bad3, namespace: e2e-validation}
+spec:
+  forProvider: {matcher: a=b, timeout: 1m}
+`, "set teamId, teamIdRef or teamIdSelector"},
+		"unknown integration kind": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Integration
+metadata: {name: bad, namespace: e2e-validation}
+spec:
+  forProvider: {teamId: 1, kind: pagerduty, name: x}
+  writeConnectionSecretToRef: {name: s}
+`, "Unsupported value"},
+		"integration without a Secret": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Integration
+metadata: {name: bad2, namespace: e2e-validation}
+spec:
+  forProvider: {teamId: 1, name: x}
+`, "needs spec.writeConnectionSecretToRef"},
+		"negative repeatCount": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: EscalationPolicy
+metadata: {name: bad2, namespace: e2e-validation}
+spec:
+  forProvider:
+    teamId: 1
+    repeatCount: -1
+    levels: [{timeout: 5m, targets: [{kind: oncall}]}]
+`, "should be greater than or equal to 0"},
+	}
+	for name, tc := range cases {
+		scenario(t, "the API server rejects %s", name)
+		out, err := kubectlOut([]byte(tc.yaml), "apply", "-f", "-")
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: kubectl apply = %v, %q; want a rejection saying %q", name, err, out, tc.want)
+		}
+	}
+}

@@ -225,6 +225,26 @@ func TestCreateWritesResolvedPolicy(t *testing.T) {
 	}
 }
 
+func TestCreateAdoptsExistingPolicy(t *testing.T) {
+	// The escalation API has no 409: a team has exactly one policy. A policy
+	// already there (written by hand, or by an attempt interrupted before the
+	// external name was recorded) is taken over by the whole-policy PUT.
+	f, teamID, alice := fixture(t)
+	_ = f.Client.PutEscalationPolicy(t.Context(), teamID, terdut.EscalationPolicy{RepeatCount: 7, Levels: []terdut.EscalationLevel{{Timeout: "1m", Targets: []terdut.EscalationTarget{{Kind: "oncall"}}}}})
+	cr := policy(teamID)
+	e := &external{api: f.Client}
+	if _, err := e.Observe(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Create(t.Context(), cr); err != nil {
+		t.Fatalf("Create over an existing policy: %v", err)
+	}
+	got, _ := f.Client.GetEscalationPolicy(t.Context(), teamID)
+	if diff := cmp.Diff(serverPolicy(alice), *got); diff != "" {
+		t.Errorf("server policy: -want, +got:\n%s", diff)
+	}
+}
+
 func TestUserRenameIsPickedUp(t *testing.T) {
 	f, teamID, alice := fixture(t)
 	_ = f.Client.PutEscalationPolicy(t.Context(), teamID, serverPolicy(alice))

@@ -128,6 +128,15 @@ func TestObserve(t *testing.T) {
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: true}, diff: true, reason: xpv2.ReasonAvailable, requests: 1},
 		},
+		"Drift": {
+			reason: "A rename made directly on the server is drift.",
+			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
+				s := seed(t, f, teamID)
+				_ = f.Client.RenameIntegration(t.Context(), teamID, s.id, "renamed by hand")
+				return integ(teamID, withID(s.id)), []client.Object{s.secret}, s.secret.Data
+			},
+			want: want{o: managed.ExternalObservation{ResourceExists: true}, diff: true, reason: xpv2.ReasonAvailable, requests: 1},
+		},
 		"WebhookSecretLost": {
 			reason: "The Secret is gone while the integration exists: Ready=False WebhookSecretLost, a Warning event, an error, and no new key.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {

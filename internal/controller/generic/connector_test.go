@@ -1,0 +1,152 @@
+package generic
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+)
+
+func scheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	_ = corev1.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
+	return s
+}
+
+func keySecret(ns, name, token string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"token": []byte(token)}}
+}
+
+func spec(ns, name string) v1alpha1.ProviderConfigSpec {
+	return v1alpha1.ProviderConfigSpec{
+		Endpoint:       "http://127.0.0.1:1",
+		RequestTimeout: &metav1.Duration{Duration: 5 * time.Second},
+		Credentials: v1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceSecret, CommonCredentialSelectors: xpv2.CommonCredentialSelectors{
+			SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: ns, Name: name}, Key: "token"},
+		}},
+	}
+}
+
+func teamUsing(kind, name string) *v1alpha1.Team {
+	return &v1alpha1.Team{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "platform", UID: "uid"},
+		Spec:       v1alpha1.TeamSpec{ManagedResourceSpec: xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: kind, Name: name}}},
+	}
+}
+
+type tracked struct{ n int }
+
+func (tr *tracked) Track(context.Context, resource.ModernManaged) error { tr.n++; return nil }
+
+func TestConnect(t *testing.T) {
+	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: spec("crossplane-system", "creds")}
+	pcLocal := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "own"}, Spec: spec("", "creds")}
+	pcForeign := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "foreign"}, Spec: spec("crossplane-system", "creds")}
+	cpcNoNS := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "nons"}, Spec: spec("", "creds")}
+	objs := []client.Object{
+		cpc, pcLocal, pcForeign, cpcNoNS,
+		keySecret("crossplane-system", "creds", " tdk_instance\n"),
+		keySecret("team-a", "creds", "tdk_team_a"),
+	}
+
+	cases := map[string]struct {
+		reason string
+		mg     *v1alpha1.Team
+		extra  []client.Object
+		want   terdut.Options
+		err    error
+	}{
+		"ClusterProviderConfig": {
+			reason: "A ClusterProviderConfig's Secret is read, whitespace trimmed, with its endpoint and timeout.",
+			mg:     teamUsing("ClusterProviderConfig", "default"),
+			want:   terdut.Options{Endpoint: "http://127.0.0.1:1", Token: "tdk_instance", Timeout: 5 * time.Second},
+		},
+		"NamespacedProviderConfig": {
+			reason: "A namespaced ProviderConfig's Secret defaults to its own namespace.",
+			mg:     teamUsing("ProviderConfig", "own"),
+			want:   terdut.Options{Endpoint: "http://127.0.0.1:1", Token: "tdk_team_a", Timeout: 5 * time.Second},
+		},
+		"ProviderConfigCannotReachOut": {
+			reason: "A namespaced ProviderConfig may not read a Secret in another namespace (e.g. the instance key).",
+			mg:     teamUsing("ProviderConfig", "foreign"),
+			err:    errors.Errorf(errForeignSecret, "ProviderConfig", "foreign", "team-a", "crossplane-system"),
+		},
+		"ClusterProviderConfigNeedsNamespace": {
+			reason: "A ClusterProviderConfig's Secret selector must name a namespace.",
+			mg:     teamUsing("ClusterProviderConfig", "nons"),
+			err:    errors.Errorf(errMissingSecretNS, "ClusterProviderConfig", "nons"),
+		},
+		"WrongKind": {
+			reason: "Only our two provider config kinds are accepted.",
+			mg:     teamUsing("StoreConfig", "default"),
+			err:    errors.New(errPCKind),
+		},
+		"EmptyKey": {
+			reason: "An empty key is a clear error, not an unauthenticated client.",
+			mg:     teamUsing("ClusterProviderConfig", "empty"),
+			extra: []client.Object{
+				&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "empty"}, Spec: spec("crossplane-system", "blank")},
+				keySecret("crossplane-system", "blank", "  \n"),
+			},
+			err: errors.Errorf(errEmptyCreds, "ClusterProviderConfig", "empty"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(append(objs, tc.extra...)...).Build()
+			cfg, err := ResolveProviderConfig(t.Context(), kube, tc.mg)
+			var got terdut.Options
+			if err == nil {
+				got, err = ClientOptions(t.Context(), kube, cfg)
+			}
+			if diff := cmp.Diff(tc.err, err, test.EquateErrors()); diff != "" {
+				t.Fatalf("\n%s\n-want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\nclient options -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestConnectReusesClient(t *testing.T) {
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: spec("crossplane-system", "creds")},
+		keySecret("crossplane-system", "creds", "tdk_instance"),
+	).Build()
+	var clients []*terdut.Client
+	tr := &tracked{}
+	c := &Connector[*v1alpha1.Team]{
+		Kube: kube, Usage: tr, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
+		External: func(d Deps) managed.TypedExternalClient[*v1alpha1.Team] {
+			clients = append(clients, d.Client)
+			return nil
+		},
+	}
+	for range 3 {
+		if _, err := c.Connect(t.Context(), teamUsing("ClusterProviderConfig", "default")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tr.n != 3 || clients[0] != clients[1] || clients[1] != clients[2] {
+		t.Errorf("3 connects: tracked %d, same client %v; want usage tracked each time and one client reused", tr.n, clients[0] == clients[2])
+	}
+}
