@@ -30,10 +30,58 @@ type ProviderConfigSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="requestTimeout must be greater than zero, e.g. 30s"
 	RequestTimeout *metav1.Duration `json:"requestTimeout,omitempty"`
 
-	// NOTE: the tenancy fields (namespace consent for a
-	// ClusterProviderConfig, team-scoped keys) come with the tenancy work and
-	// will be added here, all optional, without changing the fields above.
+	// TeamScopedCredentials makes EscalationPolicies, DeadmanSwitches and
+	// Integrations talk to the server with a key scoped to their own team,
+	// never with this config's instance key. The provider mints each team's
+	// key on first need and keeps it in a Secret in its own namespace.
+	// +optional
+	// +kubebuilder:default=true
+	TeamScopedCredentials *bool `json:"teamScopedCredentials,omitempty"`
 }
+
+// A ClusterProviderConfigSpec is a ProviderConfigSpec plus the consent of the
+// server's owner to serve other namespaces.
+type ClusterProviderConfigSpec struct {
+	ProviderConfigSpec `json:",inline"`
+
+	// HomeNamespace is the namespace the server belongs to (its owner's).
+	// Managed resources there may always use this config.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	HomeNamespace string `json:"homeNamespace,omitempty"`
+
+	// AllowedNamespaces says which other namespaces may use this config.
+	// It is checked at every reconcile: narrowing it is a live revocation.
+	// A refused managed resource turns Ready=False, reason RefNotPermitted;
+	// nothing is deleted on the server, and deleting it still cleans up.
+	// +optional
+	// +kubebuilder:default={from: None}
+	AllowedNamespaces AllowedNamespaces `json:"allowedNamespaces,omitempty"`
+}
+
+// AllowedNamespaces is a namespace consent, as Gateway API's
+// allowedListeners.namespaces.
+// +kubebuilder:validation:XValidation:rule="self.from != 'Selector' || has(self.selector)",message="allowedNamespaces.selector is required when from is Selector"
+type AllowedNamespaces struct {
+	// From: None (only homeNamespace), Same (the same: homeNamespace only,
+	// spelled out), All (every namespace) or Selector (namespaces whose
+	// labels match selector).
+	// +kubebuilder:validation:Enum=None;Same;All;Selector
+	// +kubebuilder:default=None
+	From string `json:"from"`
+
+	// Selector over Namespace labels, for from: Selector.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// Values of AllowedNamespaces.From.
+const (
+	NamespacesFromNone     = "None"
+	NamespacesFromSame     = "Same"
+	NamespacesFromAll      = "All"
+	NamespacesFromSelector = "Selector"
+)
 
 // ProviderCredentials say where the API key is.
 // +kubebuilder:validation:XValidation:rule="self.source != 'Secret' || has(self.secretRef)",message="credentials.secretRef is required when source is Secret"
@@ -83,10 +131,13 @@ type ProviderConfigList struct {
 // +kubebuilder:object:root=true
 
 // A ClusterProviderConfig configures access to one terdut-server for managed
-// resources in any namespace.
+// resources in its home namespace and the namespaces its allowedNamespaces
+// admit.
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="ENDPOINT",type="string",JSONPath=".spec.endpoint"
 // +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
+// +kubebuilder:printcolumn:name="HOME",type="string",JSONPath=".spec.homeNamespace"
+// +kubebuilder:printcolumn:name="ALLOWED",type="string",JSONPath=".spec.allowedNamespaces.from"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="SECRET-NAME",type="string",JSONPath=".spec.credentials.secretRef.name",priority=1
 // +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,terdut}
@@ -94,7 +145,7 @@ type ClusterProviderConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ProviderConfigSpec   `json:"spec"`
+	Spec   ClusterProviderConfigSpec `json:"spec"`
 	Status ProviderConfigStatus `json:"status,omitempty"`
 }
 

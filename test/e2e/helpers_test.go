@@ -38,8 +38,16 @@ func eventually(t *testing.T, d time.Duration, what string, check func() string)
 	t.Fatalf("%s: not within %s: %s", what, d, last)
 }
 
+// allowed is the label the suite's ClusterProviderConfig admits namespaces by
+// (examples/providerconfig/clusterproviderconfig.yaml).
+var allowed = map[string]string{"terdut.ryuvia.com/allowed-server": "default"}
+
+// namespace creates a namespace; nil labels means the admitted label.
 func namespace(t *testing.T, name string, labels map[string]string) {
 	t.Helper()
+	if labels == nil {
+		labels = allowed
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	if err := env.kube.Create(t.Context(), ns); err != nil && !kerrors.IsAlreadyExists(err) {
 		t.Fatalf("create namespace %s: %v", name, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -70,6 +71,17 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if err != nil {
 		return nil, err
 	}
+	// NOTE: consent is checked on every Connect, so narrowing it revokes at
+	// the next reconcile; but not while deleting: a refused MR must still be
+	// able to clean up what it made (seed §4.6).
+	if !meta.WasDeleted(mg) {
+		if err := Permitted(ctx, c.Kube, cfg, mg.GetNamespace()); err != nil {
+			if IsNotPermitted(err) {
+				mg.SetConditions(Unavailable(ReasonRefNotPermitted, err.Error()))
+			}
+			return nil, err
+		}
+	}
 	o, err := ClientOptions(ctx, c.Kube, cfg)
 	if err != nil {
 		return nil, err
@@ -87,6 +99,15 @@ type Config struct {
 	Name      string
 	Namespace string // empty for a ClusterProviderConfig
 	Spec      v1alpha1.ProviderConfigSpec
+	// Consent is a ClusterProviderConfig's; nil for a ProviderConfig, which
+	// serves its own namespace only.
+	Consent *Consent
+}
+
+// Consent is who may use a ClusterProviderConfig besides its home namespace.
+type Consent struct {
+	HomeNamespace string
+	Allowed       v1alpha1.AllowedNamespaces
 }
 
 // ID names the config in the client cache.
@@ -116,7 +137,7 @@ func ResolveProviderConfig(ctx context.Context, kube client.Reader, mg resource.
 		if err := kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
 			return Config{}, errors.Wrapf(err, errGetPC, ref.Kind, ref.Name)
 		}
-		return Config{Kind: ref.Kind, Name: pc.Name, Spec: pc.Spec}, nil
+		return Config{Kind: ref.Kind, Name: pc.Name, Spec: pc.Spec.ProviderConfigSpec, Consent: &Consent{HomeNamespace: pc.Spec.HomeNamespace, Allowed: pc.Spec.AllowedNamespaces}}, nil
 	default:
 		return Config{}, errors.New(errPCKind)
 	}

@@ -45,6 +45,14 @@ func spec(ns, name string) v1alpha1.ProviderConfigSpec {
 	}
 }
 
+func cspec(ns, name string, allowed ...v1alpha1.AllowedNamespaces) v1alpha1.ClusterProviderConfigSpec {
+	c := v1alpha1.ClusterProviderConfigSpec{ProviderConfigSpec: spec(ns, name)}
+	if len(allowed) > 0 {
+		c.AllowedNamespaces = allowed[0]
+	}
+	return c
+}
+
 func teamUsing(kind, name string) *v1alpha1.Team {
 	return &v1alpha1.Team{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "platform", UID: "uid"},
@@ -57,10 +65,10 @@ type tracked struct{ n int }
 func (tr *tracked) Track(context.Context, resource.ModernManaged) error { tr.n++; return nil }
 
 func TestConnect(t *testing.T) {
-	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: spec("crossplane-system", "creds")}
+	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds")}
 	pcLocal := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "own"}, Spec: spec("", "creds")}
 	pcForeign := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "foreign"}, Spec: spec("crossplane-system", "creds")}
-	cpcNoNS := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "nons"}, Spec: spec("", "creds")}
+	cpcNoNS := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "nons"}, Spec: cspec("", "creds")}
 	objs := []client.Object{
 		cpc, pcLocal, pcForeign, cpcNoNS,
 		keySecret("crossplane-system", "creds", " tdk_instance\n"),
@@ -103,7 +111,7 @@ func TestConnect(t *testing.T) {
 			reason: "An empty key is a clear error, not an unauthenticated client.",
 			mg:     teamUsing("ClusterProviderConfig", "empty"),
 			extra: []client.Object{
-				&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "empty"}, Spec: spec("crossplane-system", "blank")},
+				&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "empty"}, Spec: cspec("crossplane-system", "blank")},
 				keySecret("crossplane-system", "blank", "  \n"),
 			},
 			err: errors.Errorf(errEmptyCreds, "ClusterProviderConfig", "empty"),
@@ -129,7 +137,7 @@ func TestConnect(t *testing.T) {
 
 func TestConnectReusesClient(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(
-		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: spec("crossplane-system", "creds")},
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})},
 		keySecret("crossplane-system", "creds", "tdk_instance"),
 	).Build()
 	var clients []*terdut.Client
@@ -148,5 +156,60 @@ func TestConnectReusesClient(t *testing.T) {
 	}
 	if tr.n != 3 || clients[0] != clients[1] || clients[1] != clients[2] {
 		t.Errorf("3 connects: tracked %d, same client %v; want usage tracked each time and one client reused", tr.n, clients[0] == clients[2])
+	}
+}
+
+func TestPermitted(t *testing.T) {
+	labelled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"terdut.ryuvia.com/allowed": "true"}}}
+	plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}}
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(labelled, plain).Build()
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"terdut.ryuvia.com/allowed": "true"}}
+	cpc := func(from string) Config {
+		return Config{Kind: "ClusterProviderConfig", Name: "shared", Consent: &Consent{HomeNamespace: "platform-oncall", Allowed: v1alpha1.AllowedNamespaces{From: from, Selector: sel}}}
+	}
+	cases := map[string]struct {
+		reason string
+		cfg    Config
+		ns     string
+		ok     bool
+	}{
+		"HomeAlways":           {reason: "The home namespace is always admitted.", cfg: cpc("None"), ns: "platform-oncall", ok: true},
+		"NoneRefuses":          {reason: "from: None admits no other namespace.", cfg: cpc("None"), ns: "team-b"},
+		"DefaultIsNone":        {reason: "No from at all is None.", cfg: cpc(""), ns: "team-b"},
+		"SameRefuses":          {reason: "from: Same is the home namespace only.", cfg: cpc("Same"), ns: "team-b"},
+		"AllAdmits":            {reason: "from: All admits every namespace.", cfg: cpc("All"), ns: "team-c", ok: true},
+		"SelectorLabelled":     {reason: "from: Selector admits a namespace with the label.", cfg: cpc("Selector"), ns: "team-b", ok: true},
+		"SelectorUnlabelled":   {reason: "from: Selector refuses a namespace without it.", cfg: cpc("Selector"), ns: "team-c"},
+		"ProviderConfigOwnNS":  {reason: "A ProviderConfig serves its own namespace.", cfg: Config{Kind: "ProviderConfig", Name: "p", Namespace: "team-c"}, ns: "team-c", ok: true},
+		"ProviderConfigOthers": {reason: "A ProviderConfig serves no other namespace.", cfg: Config{Kind: "ProviderConfig", Name: "p", Namespace: "team-c"}, ns: "team-b"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := Permitted(t.Context(), kube, tc.cfg, tc.ns)
+			if (err == nil) != tc.ok || (err != nil && !IsNotPermitted(err)) {
+				t.Errorf("\n%s\nPermitted(%s) = %v, want permitted %v", tc.reason, tc.ns, err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestConnectRefusedSetsRefNotPermitted(t *testing.T) {
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds")},
+		keySecret("crossplane-system", "creds", "tdk_instance"),
+	).Build()
+	c := &Connector[*v1alpha1.Team]{Kube: kube, Usage: &tracked{}, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
+		External: func(Deps) managed.TypedExternalClient[*v1alpha1.Team] { return nil }}
+	mg := teamUsing("ClusterProviderConfig", "default")
+	if _, err := c.Connect(t.Context(), mg); !IsNotPermitted(err) {
+		t.Fatalf("Connect from a namespace the config does not admit: %v, want refused", err)
+	}
+	if r := mg.GetCondition(xpv2.TypeReady).Reason; r != ReasonRefNotPermitted {
+		t.Errorf("Ready reason %q, want %q", r, ReasonRefNotPermitted)
+	}
+	now := metav1.Now()
+	mg.SetDeletionTimestamp(&now)
+	if _, err := c.Connect(t.Context(), mg); err != nil {
+		t.Errorf("Connect of a refused MR being deleted: %v, want allowed to clean up", err)
 	}
 }

@@ -1,0 +1,72 @@
+package generic
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+)
+
+// ReasonRefNotPermitted is the Ready=False reason of a managed resource whose
+// namespace the provider config does not admit.
+const ReasonRefNotPermitted xpv2.ConditionReason = "RefNotPermitted"
+
+const (
+	errNotPermitted = "%s %q does not admit namespace %q (allowedNamespaces.from: %s, homeNamespace: %q): ask its owner to admit the namespace, or use another provider config"
+	errGetNamespace = "cannot get namespace %q to check the consent of %s %q"
+	errBadSelector  = "%s %q has an invalid allowedNamespaces.selector"
+)
+
+type notPermitted struct{ error }
+
+// IsNotPermitted reports whether err says a provider config refused a
+// namespace.
+func IsNotPermitted(err error) bool {
+	var np notPermitted
+	return errors.As(err, &np)
+}
+
+// Permitted returns nil when cfg may serve managed resources in namespace ns:
+// a ProviderConfig its own namespace only (it is only ever looked up there);
+// a ClusterProviderConfig its home namespace and what allowedNamespaces
+// admits. It reads the Namespace only for from: Selector.
+func Permitted(ctx context.Context, kube client.Reader, cfg Config, ns string) error {
+	c := cfg.Consent
+	if c == nil {
+		if cfg.Namespace == ns {
+			return nil
+		}
+		return notPermitted{errors.Errorf(errNotPermitted, cfg.Kind, cfg.Name, ns, "-", cfg.Namespace)}
+	}
+	if ns == c.HomeNamespace {
+		return nil
+	}
+	from := c.Allowed.From
+	switch from {
+	case v1alpha1.NamespacesFromAll:
+		return nil
+	case v1alpha1.NamespacesFromSelector:
+		sel, err := metav1.LabelSelectorAsSelector(c.Allowed.Selector)
+		if err != nil || c.Allowed.Selector == nil {
+			return errors.Errorf(errBadSelector, cfg.Kind, cfg.Name)
+		}
+		n := &corev1.Namespace{}
+		if err := kube.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+			return errors.Wrapf(err, errGetNamespace, ns, cfg.Kind, cfg.Name)
+		}
+		if sel.Matches(labels.Set(n.Labels)) {
+			return nil
+		}
+	case "":
+		from = v1alpha1.NamespacesFromNone
+	}
+	return notPermitted{errors.Errorf(errNotPermitted, cfg.Kind, cfg.Name, ns, from, c.HomeNamespace)}
+}
