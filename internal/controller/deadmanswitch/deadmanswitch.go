@@ -46,6 +46,9 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Object:    &v1alpha1.DeadmanSwitch{},
 		List:      &v1alpha1.DeadmanSwitchList{},
 		External:  New,
+		TeamOf: func(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
+			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+		},
 		// Create lists the team's switches and adopts one of the same name
 		// before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,
@@ -54,12 +57,13 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 
 // New returns a DeadmanSwitch's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] {
-	return &external{api: d.Client, record: d.Record}
+	return &external{api: d.Client, record: d.Record, adoptable: d.Adoptable}
 }
 
 type external struct {
-	api    api
-	record event.Recorder
+	api       api
+	record    event.Recorder
+	adoptable generic.Adoptable
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] = (*external)(nil)
@@ -108,8 +112,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	name := EffectiveName(p)
 	byName := func(s terdut.DeadmanSwitch) bool { return s.Name == name }
 	if cur := find(list, byName); cur != nil {
-		e.adopt(cr, name, cur.ID)
-		return managed.ExternalCreation{}, nil
+		return managed.ExternalCreation{}, e.adopt(ctx, cr, name, cur.ID)
 	}
 	s, err := e.api.CreateDeadmanSwitch(ctx, teamID, Desired(p))
 	if terdut.IsConflict(err) {
@@ -117,8 +120,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 		// answer 409, the design's general rule applies: adopt.
 		if list, lerr := e.api.ListDeadmanSwitches(ctx, teamID); lerr == nil {
 			if cur := find(list, byName); cur != nil {
-				e.adopt(cr, name, cur.ID)
-				return managed.ExternalCreation{}, nil
+				return managed.ExternalCreation{}, e.adopt(ctx, cr, name, cur.ID)
 			}
 		}
 	}
@@ -129,9 +131,13 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	return managed.ExternalCreation{}, nil
 }
 
-func (e *external) adopt(cr *v1alpha1.DeadmanSwitch, name string, id int64) {
+func (e *external) adopt(ctx context.Context, cr *v1alpha1.DeadmanSwitch, name string, id int64) error {
+	if err := e.adoptable.Allowed(ctx, id); err != nil {
+		return err
+	}
 	e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted the existing switch %q (ID %d) instead of creating another", name, id)))
 	generic.SetExternalID(cr, id)
+	return nil
 }
 
 // Update replaces the switch in place (PUT); its ID stays.

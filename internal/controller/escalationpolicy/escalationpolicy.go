@@ -54,6 +54,9 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Object:    &v1alpha1.EscalationPolicy{},
 		List:      &v1alpha1.EscalationPolicyList{},
 		External:  New,
+		TeamOf: func(cr *v1alpha1.EscalationPolicy) (int64, bool) {
+			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+		},
 		// The external name is the team ID: a retried Create PUTs the same
 		// policy to the same team, so nothing can be duplicated.
 		DeterministicExternalName: true,
@@ -62,11 +65,12 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 
 // New returns an EscalationPolicy's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.EscalationPolicy] {
-	return &external{api: d.Client}
+	return &external{api: d.Client, adoptable: d.Adoptable}
 }
 
 type external struct {
-	api api
+	api       api
+	adoptable generic.Adoptable
 	// desired is the spec with usernames resolved, set by Observe.
 	desired *terdut.EscalationPolicy
 }
@@ -140,6 +144,11 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.EscalationPolicy) (m
 	t := cr.Spec.ForProvider.TeamID
 	if t == nil {
 		return managed.ExternalCreation{}, errors.New(errNoTeam)
+	}
+	// NOTE: a team has one policy; another EscalationPolicy managing it
+	// already must not be overwritten by this one.
+	if err := e.adoptable.Allowed(ctx, *t); err != nil {
+		return managed.ExternalCreation{}, err
 	}
 	if err := e.put(ctx, *t); err != nil {
 		return managed.ExternalCreation{}, err

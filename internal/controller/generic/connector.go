@@ -44,6 +44,9 @@ type Deps struct {
 	Kube client.Client
 	// Record emits events on the MR.
 	Record event.Recorder
+	// Adoptable says whether Create may take over an object it found by its
+	// natural key or after a 409: not one another MR manages.
+	Adoptable Adoptable
 }
 
 // A Tracker records that a managed resource uses its provider config.
@@ -60,6 +63,11 @@ type Connector[M resource.ModernManaged] struct {
 	Clients  *terdut.Cache
 	Record   event.Recorder
 	External func(Deps) managed.TypedExternalClient[M]
+	// Owners checks that mg does not take over another MR's object.
+	Owners Owners
+	// TeamOf returns a child kind's team ID, once known; nil for kinds that
+	// belong to no team.
+	TeamOf func(M) (int64, bool)
 }
 
 // Connect implements managed.TypedExternalConnector.
@@ -82,6 +90,13 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 			return nil, err
 		}
 	}
+	if err := c.owned(ctx, mg); err != nil {
+		if IsNotOwned(err) && meta.WasDeleted(mg) {
+			// NOTE: not its object: let the MR go, and touch nothing.
+			return untouched[M]{}, nil
+		}
+		return nil, err
+	}
 	o, err := ClientOptions(ctx, c.Kube, cfg)
 	if err != nil {
 		return nil, err
@@ -90,7 +105,25 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if err != nil {
 		return nil, errors.Wrapf(err, errNewClient, cfg.Kind, cfg.Name)
 	}
-	return c.External(Deps{Client: cl, Kube: c.Kube, Record: c.Record}), nil
+	return c.External(Deps{Client: cl, Kube: c.Kube, Record: c.Record, Adoptable: c.Owners.Adoptable(mg)}), nil
+}
+
+// owned runs the ownership checks: mg's external name is not another MR's
+// object, and a child's team is a Team of its own namespace.
+func (c *Connector[M]) owned(ctx context.Context, mg M) error {
+	if c.Owners.Kube == nil {
+		return nil
+	}
+	if err := c.Owners.CheckExternalName(ctx, mg); err != nil {
+		return err
+	}
+	if c.TeamOf == nil {
+		return nil
+	}
+	if id, ok := c.TeamOf(mg); ok {
+		return c.Owners.CheckTeam(ctx, mg, id)
+	}
+	return nil
 }
 
 // A Config is a resolved ProviderConfig or ClusterProviderConfig.

@@ -67,6 +67,13 @@ func TeamID(spec *int64, observed int64) (int64, error) {
 	}
 }
 
+// KnownTeam returns a child's team ID once it is known (resolved in the spec,
+// or last observed).
+func KnownTeam(spec *int64, observed int64) (int64, bool) {
+	id, err := TeamID(spec, observed)
+	return id, err == nil
+}
+
 // SameDuration reports whether two Go duration strings are the same
 // duration ("5m" and "5m0s"); unparseable ones compare as strings.
 func SameDuration(a, b string) bool {

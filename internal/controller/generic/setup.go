@@ -53,6 +53,8 @@ type Kind[M resource.ModernManaged] struct {
 	// OwnsSecrets watches the Secrets the MR controls (its connection
 	// Secret), so that losing one is noticed at once.
 	OwnsSecrets bool
+	// TeamOf returns a child kind's team ID once known; nil for a Team.
+	TeamOf func(M) (int64, bool)
 }
 
 // SetupGated sets the kind's controller up once its CRD is established when
@@ -80,6 +82,12 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		Clients:  o.Clients,
 		Record:   record,
 		External: k.External,
+		Owners: Owners{
+			Kube:    mgr.GetClient(),
+			NewList: func() resource.ManagedList { return k.List.DeepCopyObject().(resource.ManagedList) }, //nolint:forcetypeassert // A copy of a ManagedList is one.
+			Kind:    k.GVK.Kind,
+		},
+		TeamOf: k.TeamOf,
 	}
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[M](conn),

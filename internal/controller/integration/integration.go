@@ -77,6 +77,9 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Object:    &v1alpha1.Integration{},
 		List:      &v1alpha1.IntegrationList{},
 		External:  New,
+		TeamOf: func(cr *v1alpha1.Integration) (int64, bool) {
+			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+		},
 		// Create lists the team's integrations and adopts one of the same
 		// name before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,
@@ -86,13 +89,14 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 
 // New returns an Integration's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Integration] {
-	return &external{api: d.Client, kube: d.Kube, record: d.Record}
+	return &external{api: d.Client, kube: d.Kube, record: d.Record, adoptable: d.Adoptable}
 }
 
 type external struct {
-	api    api
-	kube   client.Client
-	record event.Recorder
+	api       api
+	kube      client.Client
+	record    event.Recorder
+	adoptable generic.Adoptable
 	// observed is what Observe found in this reconcile; Update uses it.
 	observed *terdut.Integration
 }
@@ -191,16 +195,14 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 		return managed.ExternalCreation{}, err
 	}
 	if cur != nil {
-		e.adopt(cr, cur.ID)
-		return managed.ExternalCreation{}, nil
+		return managed.ExternalCreation{}, e.adopt(ctx, cr, cur.ID)
 	}
 	in, err := e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
 	if terdut.IsConflict(err) {
 		// NOTE: the contract has no unique integration names; a server
 		// answering 409 anyway gets the design's general rule: adopt.
 		if cur, ferr := e.find(ctx, teamID, byName); ferr == nil && cur != nil {
-			e.adopt(cr, cur.ID)
-			return managed.ExternalCreation{}, nil
+			return managed.ExternalCreation{}, e.adopt(ctx, cr, cur.ID)
 		}
 	}
 	if err != nil {
@@ -213,9 +215,13 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	return managed.ExternalCreation{ConnectionDetails: details(in)}, nil
 }
 
-func (e *external) adopt(cr *v1alpha1.Integration, id int64) {
+func (e *external) adopt(ctx context.Context, cr *v1alpha1.Integration, id int64) error {
+	if err := e.adoptable.Allowed(ctx, id); err != nil {
+		return err
+	}
 	e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted the existing integration %q (ID %d) instead of creating another; its url and key are usable only if Secret %q already holds them", cr.Spec.ForProvider.Name, id, secretName(cr))))
 	generic.SetExternalID(cr, id)
+	return nil
 }
 
 // keep writes a just-created integration's url and key to the connection

@@ -56,12 +56,13 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 
 // New returns a Team's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Team] {
-	return &external{api: d.Client, record: d.Record}
+	return &external{api: d.Client, record: d.Record, adoptable: d.Adoptable}
 }
 
 type external struct {
-	api    api
-	record event.Recorder
+	api       api
+	record    event.Recorder
+	adoptable generic.Adoptable
 	// observed is what Observe read in this reconcile; Update uses it.
 	observed *terdut.Team
 }
@@ -106,6 +107,9 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 			return managed.ExternalCreation{}, errors.Wrap(err, errCreateTeam)
 		}
 	} else {
+		if err := e.adoptable.Allowed(ctx, t.ID); err != nil {
+			return managed.ExternalCreation{}, err
+		}
 		e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted the existing team %q (ID %d) instead of creating another", name, t.ID)))
 	}
 	generic.SetExternalID(cr, t.ID)
@@ -120,7 +124,7 @@ func (e *external) adoptAfterConflict(ctx context.Context, name string) (*terdut
 	if t == nil {
 		return nil, errors.Errorf(errConflictGone, name)
 	}
-	return t, nil
+	return t, e.adoptable.Allowed(ctx, t.ID)
 }
 
 // Update renames the team and sets its OIDC groups, each only if it differs.

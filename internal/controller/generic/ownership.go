@@ -1,0 +1,170 @@
+package generic
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+)
+
+// Reasons of the ownership checks.
+const (
+	// ReasonResourceNotOwned: the server object is managed by another MR.
+	ReasonResourceNotOwned xpv2.ConditionReason = "ResourceNotOwned"
+	// ReasonTeamNotInNamespace: a child names a team that is not a Team of
+	// its own namespace using the same provider config.
+	ReasonTeamNotInNamespace xpv2.ConditionReason = "TeamNotInNamespace"
+)
+
+const (
+	errListManagers = "cannot list managed resources to check ownership"
+	errNotOwned     = "%s %s is already managed by %s %s/%s through the same provider config: one server object is managed by one managed resource only; nothing was written"
+	errForeignTeam  = "team %d is not a Team of namespace %q using the same provider config: a %s may only belong to a team managed in its own namespace; nothing was written"
+)
+
+type notOwned struct {
+	error
+	reason xpv2.ConditionReason
+}
+
+// IsNotOwned reports whether err is an ownership refusal.
+func IsNotOwned(err error) bool {
+	var n notOwned
+	return errors.As(err, &n)
+}
+
+// An Adoptable check says whether the MR may take over the server object with
+// the supplied ID, found by its natural key or after a 409. Nil allows all.
+type Adoptable func(ctx context.Context, id int64) error
+
+// Allowed runs a, allowing everything when a is nil.
+func (a Adoptable) Allowed(ctx context.Context, id int64) error {
+	if a == nil {
+		return nil
+	}
+	return a(ctx, id)
+}
+
+// samePC reports whether two MRs use the same provider config.
+func samePC(a, b resource.Managed) bool {
+	ma, okA := a.(resource.ModernManaged)
+	mb, okB := b.(resource.ModernManaged)
+	if !okA || !okB {
+		return false
+	}
+	ra, rb := ma.GetProviderConfigReference(), mb.GetProviderConfigReference()
+	if ra == nil || rb == nil || *ra != *rb {
+		return false
+	}
+	return ra.Kind == v1alpha1.ClusterProviderConfigKind || a.GetNamespace() == b.GetNamespace()
+}
+
+// precedes says whether a was there first: older, then by namespace/name.
+func precedes(a, b resource.Managed) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
+}
+
+// Owners finds the managed resources that manage a server object.
+type Owners struct {
+	Kube    client.Reader
+	NewList func() resource.ManagedList
+	Kind    string
+}
+
+// Other returns another MR of the kind, using mg's provider config, whose
+// external name is externalName; with firstOnly, only one that was there
+// before mg. Nil when there is none.
+func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName string, firstOnly bool) (resource.Managed, error) {
+	l := o.NewList()
+	if err := o.Kube.List(ctx, l); err != nil {
+		return nil, errors.Wrap(err, errListManagers)
+	}
+	for _, other := range l.GetItems() {
+		if other.GetUID() == mg.GetUID() || meta.GetExternalName(other) != externalName || !samePC(mg, other) {
+			continue
+		}
+		if !firstOnly || precedes(other, mg) {
+			return other, nil
+		}
+	}
+	return nil, nil //nolint:nilnil // Nobody else manages it.
+}
+
+// refuse records an ownership refusal on mg and returns it as an error.
+func (o Owners) refuse(mg resource.Managed, reason xpv2.ConditionReason, msg string) error {
+	mg.SetConditions(Unavailable(reason, msg))
+	return notOwned{error: errors.New(msg), reason: reason}
+}
+
+// Adoptable returns the Create-time check for mg: no other MR may already
+// manage the object it is about to adopt.
+func (o Owners) Adoptable(mg resource.Managed) Adoptable {
+	return func(ctx context.Context, id int64) error {
+		other, err := o.Other(ctx, mg, FormatID(id), false)
+		if err != nil || other == nil {
+			return err
+		}
+		return o.refuse(mg, ReasonResourceNotOwned, fmt.Sprintf(errNotOwned, o.Kind, FormatID(id), o.Kind, other.GetNamespace(), other.GetName()))
+	}
+}
+
+// CheckExternalName refuses mg when its (perhaps hand-set) external name is
+// an object another MR was managing first.
+func (o Owners) CheckExternalName(ctx context.Context, mg resource.Managed) error {
+	en := meta.GetExternalName(mg)
+	if en == "" {
+		return nil
+	}
+	other, err := o.Other(ctx, mg, en, true)
+	if err != nil || other == nil {
+		return err
+	}
+	return o.refuse(mg, ReasonResourceNotOwned, fmt.Sprintf(errNotOwned, o.Kind, en, o.Kind, other.GetNamespace(), other.GetName()))
+}
+
+// CheckTeam refuses a child whose team is not a Team MR of its own namespace
+// using the same provider config.
+func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64) error {
+	teams := &v1alpha1.TeamList{}
+	if err := o.Kube.List(ctx, teams, client.InNamespace(mg.GetNamespace())); err != nil {
+		return errors.Wrap(err, errListManagers)
+	}
+	for i := range teams.Items {
+		t := &teams.Items[i]
+		if meta.GetExternalName(t) == FormatID(teamID) && samePC(mg, t) {
+			return nil
+		}
+	}
+	return o.refuse(mg, ReasonTeamNotInNamespace, fmt.Sprintf(errForeignTeam, teamID, mg.GetNamespace(), o.Kind))
+}
+
+// untouched is the external client of an MR refused by an ownership check
+// while it is being deleted: the server object is not its own, so it reports
+// nothing to delete and the finalizer goes without a request to the server.
+type untouched[M resource.Managed] struct{}
+
+func (untouched[M]) Observe(context.Context, M) (managed.ExternalObservation, error) {
+	return managed.ExternalObservation{}, nil
+}
+func (untouched[M]) Create(context.Context, M) (managed.ExternalCreation, error) {
+	return managed.ExternalCreation{}, nil
+}
+func (untouched[M]) Update(context.Context, M) (managed.ExternalUpdate, error) {
+	return managed.ExternalUpdate{}, nil
+}
+func (untouched[M]) Delete(context.Context, M) (managed.ExternalDelete, error) {
+	return managed.ExternalDelete{}, nil
+}
+func (untouched[M]) Disconnect(context.Context) error { return nil }
