@@ -280,6 +280,7 @@ cmd_up() {
     --bind-address 127.0.0.1 --secure-port "$KCM_PORT" --use-service-account-credentials=false
 
   step "crossplane core init (CRDs, TLS secrets)"
+  kc get namespace crossplane-system >/dev/null 2>&1 || kc create namespace crossplane-system >/dev/null
   local crds
   crds=$(gomodcache)/github.com/crossplane/crossplane/v2@$XP_V/cluster/crds
   [[ -d $crds ]] || go mod download "github.com/crossplane/crossplane/v2@$XP_V"

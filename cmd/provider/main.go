@@ -52,6 +52,7 @@ type flags struct {
 	changeLogsSocket   string
 	metricsAddr        string
 	healthAddr         string
+	namespace          string
 }
 
 func parse(args []string) (flags, error) {
@@ -69,6 +70,7 @@ func parse(args []string) (flags, error) {
 	fs.StringVar(&f.changeLogsSocket, "changelogs-socket-path", "/var/run/changelogs/changelogs.sock", "The changelogs socket.")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Where the Prometheus metrics are served; 0 turns them off.")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "Where /healthz and /readyz are served; 0 turns them off.")
+	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "crossplane-system"), "The provider's own namespace, where it keeps team-scoped keys (env POD_NAMESPACE).")
 	return f, fs.Parse(args)
 }
 
@@ -145,7 +147,9 @@ func run(f flags) error {
 		},
 		Clients:            terdut.NewCache(),
 		ManagementPolicies: f.managementPolicies,
+		Namespace:          f.namespace,
 	}
+	o.TeamKeys = &generic.TeamKeys{Kube: mgr.GetClient(), Namespace: f.namespace}
 	if f.changeLogs {
 		conn, err := grpc.NewClient("unix://"+f.changeLogsSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -169,3 +173,10 @@ func run(f flags) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -51,13 +52,19 @@ type Options struct {
 	MaxRetries int
 	// Transport overrides the HTTP transport (tests).
 	Transport http.RoundTripper
+	// Refresh, when set, is asked once for a new key when the server answers
+	// 401; the request is then retried once with it. It is how a revoked or
+	// lost team-scoped key is re-minted without looping.
+	Refresh func(ctx context.Context) (Secret, error)
 }
 
 // A Client talks to one terdut-server with one key. It is safe for concurrent
 // use and meant to be reused: see Cache.
 type Client struct {
 	base       *url.URL
+	mu         sync.RWMutex
 	token      Secret
+	refresh    func(ctx context.Context) (Secret, error)
 	http       *http.Client
 	maxRetries int
 	sleep      func(context.Context, time.Duration) error
@@ -98,6 +105,7 @@ func New(o Options) (*Client, error) {
 	return &Client{
 		base:       u,
 		token:      o.Token,
+		refresh:    o.Refresh,
 		http:       &http.Client{Transport: rt, Timeout: timeout},
 		maxRetries: retries,
 		sleep:      sleepCtx,
@@ -105,10 +113,16 @@ func New(o Options) (*Client, error) {
 }
 
 // String describes the client without its key.
-func (c Client) String() string { return "terdut.Client{endpoint: " + c.base.String() + "}" }
+func (c *Client) String() string { return "terdut.Client{endpoint: " + c.base.String() + "}" }
 
 // GoString describes the client without its key, for %#v.
-func (c Client) GoString() string { return c.String() }
+func (c *Client) GoString() string { return c.String() }
+
+func (c *Client) key() Secret {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.token
+}
 
 // Endpoint returns the server's base URL.
 func (c *Client) Endpoint() string { return c.base.String() }
@@ -139,6 +153,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	u.Path = c.base.Path + path
 	u.RawQuery = q.Encode()
 
+	refreshed := false
 	for attempt := 0; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 		if err != nil {
@@ -148,8 +163,8 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		if in != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		if c.token != "" {
-			req.Header.Set("Authorization", "Bearer "+c.token.Reveal())
+		if tok := c.key(); tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok.Reveal())
 		}
 		rsp, err := c.http.Do(req)
 		if err != nil {
@@ -165,6 +180,17 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 			if err := c.sleep(ctx, retryAfter(rsp.Header.Get("Retry-After"))); err != nil {
 				return fmt.Errorf("terdut-server: %s %s: waiting out 429: %w", method, path, err)
 			}
+			continue
+		}
+		if rsp.StatusCode == http.StatusUnauthorized && c.refresh != nil && !refreshed {
+			refreshed = true
+			tok, err := c.refresh(ctx)
+			if err != nil {
+				return fmt.Errorf("terdut-server: %s %s: 401, and a new key could not be had: %w", method, path, err)
+			}
+			c.mu.Lock()
+			c.token = tok
+			c.mu.Unlock()
 			continue
 		}
 		if rsp.StatusCode >= 400 {

@@ -99,7 +99,7 @@ func TestErrorsNeverCarryAKey(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("error = %q, want %q", err.Error(), want)
 	}
-	for _, s := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", c), fmt.Sprintf("%v", *c)} {
+	for _, s := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", c), fmt.Sprintf("%v", c)} {
 		if strings.Contains(s, key) {
 			t.Errorf("a key leaked into %q", s)
 		}
@@ -184,5 +184,29 @@ func BenchmarkNewClient(b *testing.B) {
 		if _, err := New(o); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestRefreshOn401Once(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.Header.Get("Authorization") != "Bearer new" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte(`[]`))
+	}))
+	defer srv.Close()
+	refreshes := 0
+	c, _ := New(Options{Endpoint: srv.URL, Token: "old", Refresh: func(context.Context) (Secret, error) { refreshes++; return "new", nil }})
+	if _, err := c.ListUsers(t.Context()); err != nil || refreshes != 1 || calls.Load() != 2 {
+		t.Errorf("ListUsers with a revoked key = %v after %d refreshes and %d calls; want success after 1 refresh, 2 calls", err, refreshes, calls.Load())
+	}
+
+	bad, _ := New(Options{Endpoint: srv.URL, Token: "old", Refresh: func(context.Context) (Secret, error) { refreshes++; return "still-wrong", nil }})
+	refreshes, _ = 0, calls.Swap(0)
+	if _, err := bad.ListUsers(t.Context()); !IsUnauthorized(err) || refreshes != 1 || calls.Load() != 2 {
+		t.Errorf("a refresh that does not help = %v after %d refreshes and %d calls; want a 401 after exactly one refresh", err, refreshes, calls.Load())
 	}
 }

@@ -47,6 +47,10 @@ type Deps struct {
 	// Adoptable says whether Create may take over an object it found by its
 	// natural key or after a 409: not one another MR manages.
 	Adoptable Adoptable
+	// RevokeTeamKey removes a team's scoped service account and key Secret;
+	// a Team calls it when it is deleted. Nil when the config does not use
+	// team-scoped keys.
+	RevokeTeamKey func(ctx context.Context, teamID int64) error
 }
 
 // A Tracker records that a managed resource uses its provider config.
@@ -68,6 +72,8 @@ type Connector[M resource.ModernManaged] struct {
 	// TeamOf returns a child kind's team ID, once known; nil for kinds that
 	// belong to no team.
 	TeamOf func(M) (int64, bool)
+	// TeamKeys keeps the team-scoped keys children use.
+	TeamKeys *TeamKeys
 }
 
 // Connect implements managed.TypedExternalConnector.
@@ -105,7 +111,36 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if err != nil {
 		return nil, errors.Wrapf(err, errNewClient, cfg.Kind, cfg.Name)
 	}
-	return c.External(Deps{Client: cl, Kube: c.Kube, Record: c.Record, Adoptable: c.Owners.Adoptable(mg)}), nil
+	d := Deps{Client: cl, Kube: c.Kube, Record: c.Record, Adoptable: c.Owners.Adoptable(mg)}
+	if c.TeamKeys == nil || !teamScoped(cfg) {
+		return c.External(d), nil
+	}
+	if c.TeamOf == nil {
+		// A Team: it uses the instance key, and removes its team's key when
+		// it goes.
+		d.RevokeTeamKey = func(ctx context.Context, teamID int64) error { return c.TeamKeys.Revoke(ctx, cfg, cl, teamID) }
+		return c.External(d), nil
+	}
+	// NOTE: a child never gets the instance key: it talks to the server with
+	// its team's scoped key, minted here on first need.
+	teamID, ok := c.TeamOf(mg)
+	if !ok {
+		return nil, errors.New(errTeamUnknown)
+	}
+	to, err := c.TeamKeys.Options(ctx, cfg, o, cl, teamID)
+	if err != nil {
+		return nil, err
+	}
+	if d.Client, err = c.Clients.Get(cfg.ID()+"/team/"+FormatID(teamID), to); err != nil {
+		return nil, errors.Wrapf(err, errNewClient, cfg.Kind, cfg.Name)
+	}
+	return c.External(d), nil
+}
+
+// teamScoped reports whether children of cfg use team-scoped keys (the
+// default).
+func teamScoped(cfg Config) bool {
+	return cfg.Spec.TeamScopedCredentials == nil || *cfg.Spec.TeamScopedCredentials
 }
 
 // owned runs the ownership checks: mg's external name is not another MR's

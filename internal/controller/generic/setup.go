@@ -31,6 +31,12 @@ type Options struct {
 
 	// ManagementPolicies turns spec.managementPolicies on (the default).
 	ManagementPolicies bool
+
+	// TeamKeys keeps team-scoped keys in the provider's namespace.
+	TeamKeys *TeamKeys
+
+	// Namespace is the provider's own namespace.
+	Namespace string
 }
 
 // A Kind describes one managed-resource kind to Setup.
@@ -87,7 +93,8 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 			NewList: func() resource.ManagedList { return k.List.DeepCopyObject().(resource.ManagedList) }, //nolint:forcetypeassert // A copy of a ManagedList is one.
 			Kind:    k.GVK.Kind,
 		},
-		TeamOf: k.TeamOf,
+		TeamOf:   k.TeamOf,
+		TeamKeys: o.TeamKeys,
 	}
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[M](conn),

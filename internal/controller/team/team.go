@@ -56,13 +56,15 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 
 // New returns a Team's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Team] {
-	return &external{api: d.Client, record: d.Record, adoptable: d.Adoptable}
+	return &external{api: d.Client, record: d.Record, adoptable: d.Adoptable, revokeKey: d.RevokeTeamKey}
 }
 
 type external struct {
 	api       api
 	record    event.Recorder
 	adoptable generic.Adoptable
+	// revokeKey removes the team's scoped key; nil without team-scoped keys.
+	revokeKey func(ctx context.Context, teamID int64) error
 	// observed is what Observe read in this reconcile; Update uses it.
 	observed *terdut.Team
 }
@@ -166,6 +168,13 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 	}
 	if err := e.api.DeleteTeam(ctx, id); err != nil && !terdut.IsNotFound(err) {
 		return managed.ExternalDelete{}, errors.Wrap(err, errDeleteTeam)
+	}
+	// NOTE: the team is gone, so its scoped service account goes too (the
+	// server may already have removed it with the team's rows).
+	if e.revokeKey != nil {
+		if err := e.revokeKey(ctx, id); err != nil {
+			return managed.ExternalDelete{}, err
+		}
 	}
 	return managed.ExternalDelete{}, nil
 }

@@ -1,0 +1,151 @@
+package generic
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+)
+
+var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func mgTeam(ns, name, uid, externalName, pc string, age time.Duration) *v1alpha1.Team {
+	cr := teamUsing("ClusterProviderConfig", pc)
+	cr.Namespace, cr.Name, cr.UID = ns, name, types.UID(uid)
+	cr.CreationTimestamp = metav1.NewTime(t0.Add(-age))
+	if externalName != "" {
+		meta.SetExternalName(cr, externalName)
+	}
+	return cr
+}
+
+func owners(t *testing.T, objs ...client.Object) Owners {
+	t.Helper()
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
+	return Owners{Kube: kube, NewList: func() resource.ManagedList { return &v1alpha1.TeamList{} }, Kind: "Team"}
+}
+
+func TestCheckExternalName(t *testing.T) {
+	first := mgTeam("team-a", "platform", "a", "5", "default", time.Hour)
+	cases := map[string]struct {
+		reason string
+		mg     *v1alpha1.Team
+		owned  bool
+	}{
+		"FirstManagerKeepsIt": {reason: "The MR that managed the object first keeps it.", mg: first, owned: true},
+		"HandSetNameRefused": {
+			reason: "A later MR with a hand-set external name of a managed object is refused.",
+			mg:     mgTeam("team-b", "grab", "b", "5", "default", time.Minute),
+		},
+		"OtherServerIsFine": {
+			reason: "The same ID through another provider config is another server's object.",
+			mg:     mgTeam("team-b", "grab", "b", "5", "other", time.Minute),
+			owned:  true,
+		},
+		"NoExternalName": {reason: "Nothing to check before Create.", mg: mgTeam("team-b", "new", "c", "", "default", 0), owned: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{first}
+			if tc.mg != first {
+				objs = append(objs, tc.mg)
+			}
+			o := owners(t, objs...)
+			err := o.CheckExternalName(t.Context(), tc.mg)
+			if (err == nil) != tc.owned || (err != nil && !IsNotOwned(err)) {
+				t.Fatalf("\n%s\nCheckExternalName: %v, want owned %v", tc.reason, err, tc.owned)
+			}
+			if !tc.owned && tc.mg.GetCondition(xpv2.TypeReady).Reason != ReasonResourceNotOwned {
+				t.Errorf("\n%s\nReady reason %q, want %s", tc.reason, tc.mg.GetCondition(xpv2.TypeReady).Reason, ReasonResourceNotOwned)
+			}
+		})
+	}
+}
+
+func TestAdoptable(t *testing.T) {
+	managedTeam := mgTeam("team-a", "platform", "a", "5", "default", time.Hour)
+	newcomer := mgTeam("team-b", "platform", "b", "", "default", 0)
+	o := owners(t, managedTeam, newcomer)
+	if err := o.Adoptable(newcomer)(t.Context(), 5); !IsNotOwned(err) {
+		t.Errorf("adopting team 5, managed by team-a/platform: %v, want ResourceNotOwned", err)
+	}
+	if err := o.Adoptable(newcomer)(t.Context(), 6); err != nil {
+		t.Errorf("adopting an unmanaged team: %v, want allowed", err)
+	}
+	if err := Adoptable(nil).Allowed(t.Context(), 5); err != nil {
+		t.Errorf("a nil check: %v, want allowed", err)
+	}
+}
+
+func TestCheckTeam(t *testing.T) {
+	mine := mgTeam("team-a", "platform", "a", "5", "default", time.Hour)
+	theirs := mgTeam("team-b", "other", "b", "9", "default", time.Hour)
+	elsewhere := mgTeam("team-a", "elsewhere", "c", "12", "other", time.Hour)
+	child := func(teamID int64) *v1alpha1.DeadmanSwitch {
+		sw := &v1alpha1.DeadmanSwitch{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sw", UID: "s"}}
+		sw.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}
+		sw.Spec.ForProvider.TeamID = &teamID
+		return sw
+	}
+	o := owners(t, mine, theirs, elsewhere)
+	cases := map[string]struct {
+		reason string
+		teamID int64
+		ok     bool
+	}{
+		"OwnTeam":          {reason: "A team managed in the child's namespace is fine.", teamID: 5, ok: true},
+		"AnotherNamespace": {reason: "A raw teamId of another namespace's team is refused.", teamID: 9},
+		"OtherConfig":      {reason: "A team managed through another provider config is refused.", teamID: 12},
+		"Unmanaged":        {reason: "A team no Team MR manages is refused.", teamID: 77},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sw := child(tc.teamID)
+			err := o.CheckTeam(t.Context(), sw, tc.teamID)
+			if (err == nil) != tc.ok {
+				t.Fatalf("\n%s\nCheckTeam(%d): %v, want ok %v", tc.reason, tc.teamID, err, tc.ok)
+			}
+			if !tc.ok && sw.GetCondition(xpv2.TypeReady).Reason != ReasonTeamNotInNamespace {
+				t.Errorf("\n%s\nReady reason %q", tc.reason, sw.GetCondition(xpv2.TypeReady).Reason)
+			}
+		})
+	}
+}
+
+func TestConnectLetsANotOwnedMRGoUntouched(t *testing.T) {
+	first := mgTeam("team-a", "platform", "a", "5", "default", time.Hour)
+	grab := mgTeam("team-a", "grab", "b", "5", "default", time.Minute)
+	now := metav1.Now()
+	grab.SetDeletionTimestamp(&now)
+	grab.SetFinalizers([]string{"f"})
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(
+		first, grab,
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})},
+		keySecret("crossplane-system", "creds", "tdk_instance"),
+	).Build()
+	called := false
+	c := &Connector[*v1alpha1.Team]{
+		Kube: kube, Usage: &tracked{}, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
+		External: func(Deps) managed.TypedExternalClient[*v1alpha1.Team] { called = true; return nil },
+		Owners:   Owners{Kube: kube, NewList: func() resource.ManagedList { return &v1alpha1.TeamList{} }, Kind: "Team"},
+	}
+	ext, err := c.Connect(t.Context(), grab)
+	if err != nil || called {
+		t.Fatalf("Connect of a not-owned MR being deleted = %v (real client built: %v); want the untouched client", err, called)
+	}
+	if o, err := ext.Observe(t.Context(), grab); err != nil || o.ResourceExists {
+		t.Errorf("untouched Observe = %+v, %v; want nothing to delete", o, err)
+	}
+}

@@ -1,0 +1,169 @@
+package generic
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+)
+
+// Labels and keys of the team-key Secrets in the provider's namespace.
+const (
+	LabelManagedBy      = "app.kubernetes.io/managed-by"
+	ManagedBy           = "provider-terdut"
+	LabelTeamID         = "terdut.ryuvia.com/team-id"
+	LabelProviderConfig = "terdut.ryuvia.com/provider-config"
+	AnnotationConfig    = "terdut.ryuvia.com/provider-config-id"
+
+	keyToken     = "token"
+	keyAccountID = "account-id"
+	keyKeyID     = "key-id"
+	keyEndpoint  = "endpoint"
+
+	// remintEvery bounds re-minting a team key answered with 401, so a
+	// server that refuses every key is not asked for a new one per request.
+	remintEvery = time.Minute
+)
+
+const (
+	errGetTeamKey    = "cannot get the team key Secret %s/%s"
+	errMintTeamKey   = "cannot mint a team-scoped key for team %d"
+	errWriteTeamKey  = "cannot write the team key Secret %s/%s"
+	errRevokeTeamKey = "cannot remove the team-scoped service account of team %d"
+	errTooSoon       = "the key of team %d was re-minted less than a minute ago and is refused again: not re-minting in a loop"
+)
+
+// TeamKeys keeps one team-scoped key per (provider config, team), minted on
+// first need with the config's instance key and kept in a Secret in the
+// provider's own namespace, never in a tenant's.
+type TeamKeys struct {
+	Kube      client.Client
+	Namespace string
+
+	mu       sync.Mutex
+	reminted map[string]time.Time
+}
+
+// configHash names a provider config and its server in Secret names and
+// labels.
+func configHash(cfg Config) string {
+	h := sha256.Sum256([]byte(cfg.ID() + "\x00" + cfg.Spec.Endpoint))
+	return hex.EncodeToString(h[:5])
+}
+
+// SecretName is the deterministic name of a team's key Secret.
+func SecretName(cfg Config, teamID int64) string {
+	return "terdut-team-" + configHash(cfg) + "-" + FormatID(teamID)
+}
+
+// AccountName is the name of a team's service account on the server.
+func AccountName(teamID int64) string { return "crossplane-team-" + FormatID(teamID) }
+
+// Options returns client options for teamID's key, minting it first when
+// there is none. base carries the config's endpoint, CA and timeout.
+func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options, instance *terdut.Client, teamID int64) (terdut.Options, error) {
+	name := SecretName(cfg, teamID)
+	s := &corev1.Secret{}
+	err := k.Kube.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, s)
+	switch {
+	case kerrors.IsNotFound(err) || (err == nil && len(s.Data[keyToken]) == 0):
+		tok, err := k.mint(ctx, cfg, instance, teamID)
+		if err != nil {
+			return terdut.Options{}, err
+		}
+		base.Token = tok
+	case err != nil:
+		return terdut.Options{}, errors.Wrapf(err, errGetTeamKey, k.Namespace, name)
+	default:
+		base.Token = terdut.Secret(s.Data[keyToken])
+	}
+	base.Refresh = func(ctx context.Context) (terdut.Secret, error) { return k.remint(ctx, cfg, instance, teamID) }
+	return base, nil
+}
+
+func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
+	name := SecretName(cfg, teamID)
+	k.mu.Lock()
+	if k.reminted == nil {
+		k.reminted = map[string]time.Time{}
+	}
+	if last, ok := k.reminted[name]; ok && time.Since(last) < remintEvery {
+		k.mu.Unlock()
+		return "", errors.Errorf(errTooSoon, teamID)
+	}
+	k.reminted[name] = time.Now()
+	k.mu.Unlock()
+	return k.mint(ctx, cfg, instance, teamID)
+}
+
+// mint creates (or adopts) the team's service account, mints a key on it and
+// writes it to the team's Secret before anything uses it.
+func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
+	acct := AccountName(teamID)
+	sa, err := instance.GetServiceAccountByName(ctx, acct)
+	if err == nil && sa == nil {
+		sa, err = instance.CreateServiceAccount(ctx, terdut.ServiceAccount{Name: acct, Scope: terdut.ScopeTeam, TeamID: &teamID})
+		if terdut.IsConflict(err) {
+			sa, err = instance.GetServiceAccountByName(ctx, acct)
+		}
+	}
+	if err == nil && sa == nil {
+		err = errors.New("the service account vanished")
+	}
+	if err != nil {
+		return "", errors.Wrapf(err, errMintTeamKey, teamID)
+	}
+	key, err := instance.MintKey(ctx, sa.ID)
+	if err != nil {
+		return "", errors.Wrapf(err, errMintTeamKey, teamID)
+	}
+	name := SecretName(cfg, teamID)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: name}}
+	_, err = controllerutil.CreateOrUpdate(ctx, k.Kube, s, func() error {
+		s.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelTeamID: FormatID(teamID), LabelProviderConfig: configHash(cfg)}
+		s.Annotations = map[string]string{AnnotationConfig: cfg.ID()}
+		s.Data = map[string][]byte{
+			keyToken:     []byte(key.Key.Reveal()),
+			keyAccountID: []byte(FormatID(sa.ID)),
+			keyKeyID:     []byte(strconv.FormatInt(key.ID, 10)),
+			keyEndpoint:  []byte(cfg.Spec.Endpoint),
+		}
+		return nil
+	})
+	if err != nil {
+		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, name)
+	}
+	return key.Key, nil
+}
+
+// Revoke deletes a team's service account (and so its keys) on the server
+// and its key Secret, when the Team itself is deleted.
+func (k *TeamKeys) Revoke(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) error {
+	sa, err := instance.GetServiceAccountByName(ctx, AccountName(teamID))
+	if err != nil {
+		return errors.Wrapf(err, errRevokeTeamKey, teamID)
+	}
+	if sa != nil {
+		if err := instance.DeleteServiceAccount(ctx, sa.ID); err != nil && !terdut.IsNotFound(err) {
+			return errors.Wrapf(err, errRevokeTeamKey, teamID)
+		}
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: SecretName(cfg, teamID)}}
+	if err := k.Kube.Delete(ctx, s); err != nil && !kerrors.IsNotFound(err) {
+		return errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
+	}
+	return nil
+}
