@@ -146,7 +146,7 @@ type ClusterProviderConfig struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   ClusterProviderConfigSpec `json:"spec"`
-	Status ProviderConfigStatus `json:"status,omitempty"`
+	Status ProviderConfigStatus      `json:"status,omitempty"`
 }
 
 // +kubebuilder:object:root=true
