@@ -375,7 +375,14 @@ func TestExamplesAndGetManaged(t *testing.T) {
 		return ""
 	})
 	fmt.Println(out)
-	if err := kubectl(nil, "delete", "-f", filepath.Join(env.root, "examples/terdut"), "--ignore-not-found", "--wait=true", "--timeout=90s"); err != nil {
+	scenario(t, "delete the examples' managed resources, then their namespace -> all gone")
+	if err := kubectl(nil, "-n", "team-a", "delete", "integration,deadmanswitch,escalationpolicy,team", "--all", "--wait=true", "--timeout=90s"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(state(t).Teams); n != 0 {
+		t.Errorf("%d teams left on the server", n)
+	}
+	if err := kubectl(nil, "delete", "namespace", "team-a", "--wait=true", "--timeout=90s"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -78,7 +78,10 @@ type Connector[M resource.ModernManaged] struct {
 
 // Connect implements managed.TypedExternalConnector.
 func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternalClient[M], error) {
-	if err := c.Usage.Track(ctx, mg); err != nil {
+	// NOTE: a resource being deleted may be in a terminating namespace,
+	// where its usage record cannot be written again; recording it must not
+	// keep the resource from cleaning up.
+	if err := c.Usage.Track(ctx, mg); err != nil && !meta.WasDeleted(mg) {
 		return nil, errors.Wrap(err, errTrackUsage)
 	}
 	cfg, err := ResolveProviderConfig(ctx, c.Kube, mg)
