@@ -52,6 +52,9 @@ var (
 	IntegrationKind                  = reflect.TypeFor[Integration]().Name()
 	IntegrationGroupKind             = schema.GroupKind{Group: Group, Kind: IntegrationKind}.String()
 	IntegrationGroupVersionKind      = SchemeGroupVersion.WithKind(IntegrationKind)
+	ServiceAccountKind               = reflect.TypeFor[ServiceAccount]().Name()
+	ServiceAccountGroupKind          = schema.GroupKind{Group: Group, Kind: ServiceAccountKind}.String()
+	ServiceAccountGroupVersionKind   = SchemeGroupVersion.WithKind(ServiceAccountKind)
 )
 
 func init() {
@@ -63,5 +66,6 @@ func init() {
 		&EscalationPolicy{}, &EscalationPolicyList{},
 		&DeadmanSwitch{}, &DeadmanSwitchList{},
 		&Integration{}, &IntegrationList{},
+		&ServiceAccount{}, &ServiceAccountList{},
 	)
 }

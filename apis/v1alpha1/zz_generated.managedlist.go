@@ -47,6 +47,15 @@ func (l *IntegrationList) GetItems() []resource.Managed {
 	return items
 }
 
+// GetItems of this ServiceAccountList.
+func (l *ServiceAccountList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
 // GetItems of this TeamList.
 func (l *TeamList) GetItems() []resource.Managed {
 	items := make([]resource.Managed, len(l.Items))

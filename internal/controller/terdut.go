@@ -9,6 +9,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/escalationpolicy"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/integration"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/serviceaccount"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/team"
 )
 
@@ -20,6 +21,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		escalationpolicy.Setup,
 		deadmanswitch.Setup,
 		integration.Setup,
+		serviceaccount.Setup,
 	} {
 		if err := setup(mgr, o); err != nil {
 			return err

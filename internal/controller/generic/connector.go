@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -34,6 +36,7 @@ const (
 	errForeignSecret   = "%s %q may only use Secrets in its own namespace %q, not %q"
 	errNewClient       = "cannot build a terdut-server client for %s %q"
 	errMissingSecretNS = "%s %q: a ClusterProviderConfig's secret selectors need a namespace"
+	errKeyUnchanged    = "the key was refused and the credential Secret holds no other"
 )
 
 // Deps are what a kind's external client is built from on each Connect.
@@ -51,6 +54,11 @@ type Deps struct {
 	// a Team calls it when it is deleted. Nil when the config does not use
 	// team-scoped keys.
 	RevokeTeamKey func(ctx context.Context, teamID int64) error
+	// WithKey builds a client for the same server with another key.
+	WithKey func(terdut.Secret) (*terdut.Client, error)
+	// Authenticated is false when the provider config's key is missing
+	// (only for kinds with OptionalCredentials).
+	Authenticated bool
 }
 
 // A Tracker records that a managed resource uses its provider config.
@@ -74,6 +82,15 @@ type Connector[M resource.ModernManaged] struct {
 	TeamOf func(M) (int64, bool)
 	// TeamKeys keeps the team-scoped keys children use.
 	TeamKeys *TeamKeys
+	// OptionalCredentials lets Connect go on without the config's key (a
+	// bootstrapping ServiceAccount writes the very Secret it names).
+	OptionalCredentials bool
+	// ProviderNamespace is the provider's own (operator) namespace: managed
+	// resources there are the platform's and always admitted.
+	ProviderNamespace string
+	// Reader reads the credential Secret past the cache when a key is
+	// refused, to pick up a rotated one at once.
+	Reader client.Reader
 }
 
 // Connect implements managed.TypedExternalConnector.
@@ -91,7 +108,7 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	// NOTE: consent is checked on every Connect, so narrowing it revokes at
 	// the next reconcile; but not while deleting: a refused MR must still be
 	// able to clean up what it made (seed §4.6).
-	if !meta.WasDeleted(mg) {
+	if !meta.WasDeleted(mg) && (c.ProviderNamespace == "" || mg.GetNamespace() != c.ProviderNamespace) {
 		if err := Permitted(ctx, c.Kube, cfg, mg.GetNamespace()); err != nil {
 			if IsNotPermitted(err) {
 				mg.SetConditions(Unavailable(ReasonRefNotPermitted, err.Error()))
@@ -107,14 +124,32 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 		return nil, err
 	}
 	o, err := ClientOptions(ctx, c.Kube, cfg)
-	if err != nil {
+	authenticated := err == nil
+	switch {
+	case err != nil && c.OptionalCredentials && IsCredentialsMissing(err):
+		o = terdut.Options{Endpoint: cfg.Spec.Endpoint}
+		if cfg.Spec.RequestTimeout != nil {
+			o.Timeout = cfg.Spec.RequestTimeout.Duration
+		}
+	case err != nil:
 		return nil, err
+	default:
+		o.Refresh = c.refreshFrom(cfg, o.Token)
 	}
-	cl, err := c.Clients.Get(cfg.ID(), o)
+	id := cfg.ID()
+	if !authenticated {
+		id += "/unauthenticated"
+	}
+	cl, err := c.Clients.Get(id, o)
 	if err != nil {
 		return nil, errors.Wrapf(err, errNewClient, cfg.Kind, cfg.Name)
 	}
-	d := Deps{Client: cl, Kube: c.Kube, Record: c.Record, Adoptable: c.Owners.Adoptable(mg)}
+	withKey := func(tok terdut.Secret) (*terdut.Client, error) {
+		wo := o
+		wo.Token, wo.Refresh = tok, nil
+		return terdut.New(wo)
+	}
+	d := Deps{Client: cl, Kube: c.Kube, Record: c.Record, Adoptable: c.Owners.Adoptable(mg), WithKey: withKey, Authenticated: authenticated}
 	if c.TeamKeys == nil || !teamScoped(cfg) {
 		return c.External(d), nil
 	}
@@ -138,6 +173,25 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 		return nil, errors.Wrapf(err, errNewClient, cfg.Kind, cfg.Name)
 	}
 	return c.External(d), nil
+}
+
+// refreshFrom re-reads the config's key past the cache when the server
+// refuses the current one: after a rotation the new key is already in the
+// Secret, and the request is retried with it instead of failing.
+func (c *Connector[M]) refreshFrom(cfg Config, current terdut.Secret) func(context.Context) (terdut.Secret, error) {
+	if c.Reader == nil {
+		return nil
+	}
+	return func(ctx context.Context) (terdut.Secret, error) {
+		o, err := ClientOptions(ctx, c.Reader, cfg)
+		if err != nil {
+			return "", err
+		}
+		if o.Token == current {
+			return "", errors.New(errKeyUnchanged)
+		}
+		return o.Token, nil
+	}
 }
 
 // teamScoped reports whether children of cfg use team-scoped keys (the
@@ -232,20 +286,32 @@ func secretNamespace(cfg Config, sel *xpv2.SecretKeySelector) error {
 	return nil
 }
 
+type credentialsMissing struct{ error }
+
+// IsCredentialsMissing reports whether err says the config's key does not
+// exist (yet) or is empty.
+func IsCredentialsMissing(err error) bool {
+	var m credentialsMissing
+	return errors.As(err, &m)
+}
+
 // ClientOptions reads the key and CA bundle a config points at.
-func ClientOptions(ctx context.Context, kube client.Client, cfg Config) (terdut.Options, error) {
+func ClientOptions(ctx context.Context, kube client.Reader, cfg Config) (terdut.Options, error) {
 	creds := cfg.Spec.Credentials
 	sel := creds.CommonCredentialSelectors.DeepCopy()
 	if err := secretNamespace(cfg, sel.SecretRef); err != nil {
 		return terdut.Options{}, err
 	}
-	raw, err := resource.CommonCredentialExtractor(ctx, creds.Source, kube, *sel)
+	raw, err := extract(ctx, creds.Source, kube, *sel)
+	if kerrors.IsNotFound(err) {
+		return terdut.Options{}, credentialsMissing{errors.Wrapf(err, errGetCreds, cfg.Kind, cfg.Name)}
+	}
 	if err != nil {
 		return terdut.Options{}, errors.Wrapf(err, errGetCreds, cfg.Kind, cfg.Name)
 	}
 	token := strings.TrimSpace(string(raw))
 	if token == "" {
-		return terdut.Options{}, errors.Errorf(errEmptyCreds, cfg.Kind, cfg.Name)
+		return terdut.Options{}, credentialsMissing{errors.Errorf(errEmptyCreds, cfg.Kind, cfg.Name)}
 	}
 	o := terdut.Options{Endpoint: cfg.Spec.Endpoint, Token: terdut.Secret(token)}
 	if cfg.Spec.RequestTimeout != nil {
@@ -262,4 +328,17 @@ func ClientOptions(ctx context.Context, kube client.Client, cfg Config) (terdut.
 		o.CABundle = s.Data[ca.Key]
 	}
 	return o, nil
+}
+
+// extract reads a key from a Secret through any reader (the cache, or the API
+// server directly when refreshing), or from the environment or a file.
+func extract(ctx context.Context, source xpv2.CredentialsSource, kube client.Reader, sel xpv2.CommonCredentialSelectors) ([]byte, error) {
+	if source != xpv2.CredentialsSourceSecret || sel.SecretRef == nil {
+		return resource.CommonCredentialExtractor(ctx, source, nil, sel)
+	}
+	s := &corev1.Secret{}
+	if err := kube.Get(ctx, types.NamespacedName{Namespace: sel.SecretRef.Namespace, Name: sel.SecretRef.Name}, s); err != nil {
+		return nil, err
+	}
+	return s.Data[sel.SecretRef.Key], nil
 }

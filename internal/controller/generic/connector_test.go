@@ -114,7 +114,7 @@ func TestConnect(t *testing.T) {
 				&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "empty"}, Spec: cspec("crossplane-system", "blank")},
 				keySecret("crossplane-system", "blank", "  \n"),
 			},
-			err: errors.Errorf(errEmptyCreds, "ClusterProviderConfig", "empty"),
+			err: credentialsMissing{errors.Errorf(errEmptyCreds, "ClusterProviderConfig", "empty")},
 		},
 	}
 	for name, tc := range cases {

@@ -61,6 +61,8 @@ type Kind[M resource.ModernManaged] struct {
 	OwnsSecrets bool
 	// TeamOf returns a child kind's team ID once known; nil for a Team.
 	TeamOf func(M) (int64, bool)
+	// OptionalCredentials lets Connect go on without the config's key.
+	OptionalCredentials bool
 }
 
 // SetupGated sets the kind's controller up once its CRD is established when
@@ -93,8 +95,11 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 			NewList: func() resource.ManagedList { return k.List.DeepCopyObject().(resource.ManagedList) }, //nolint:forcetypeassert // A copy of a ManagedList is one.
 			Kind:    k.GVK.Kind,
 		},
-		TeamOf:   k.TeamOf,
-		TeamKeys: o.TeamKeys,
+		TeamOf:              k.TeamOf,
+		TeamKeys:            o.TeamKeys,
+		OptionalCredentials: k.OptionalCredentials,
+		ProviderNamespace:   o.Namespace,
+		Reader:              mgr.GetAPIReader(),
 	}
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[M](conn),
