@@ -294,7 +294,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	if !(ks.token != "" && ks.accountID == sa.ID && e.works(ks.token)) {
+	if !(ks.token != "" && ks.accountID == sa.ID && e.works(ctx, ks.token)) {
 		if ks, err = e.mint(ctx, c, cr, sa, ks); err != nil {
 			return managed.ExternalCreation{}, err
 		}
@@ -307,12 +307,12 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 }
 
 // works reports whether a key is accepted by the server.
-func (e *external) works(tok terdut.Secret) bool {
+func (e *external) works(ctx context.Context, tok terdut.Secret) bool {
 	c, err := e.withKey(tok)
 	if err != nil {
 		return false
 	}
-	_, err = c.ListUsers(context.Background())
+	_, err = c.ListUsers(ctx)
 	return err == nil
 }
 
