@@ -110,6 +110,7 @@ func (s *Server) adminRoutes() {
 		writeJSON(w, http.StatusCreated, s.AddUser(u.Username))
 	})
 	m.HandleFunc("GET /admin/state", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Snapshot()) })
+	m.HandleFunc("GET /admin/scopes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.CountsByScope()) })
 	m.HandleFunc("GET /admin/issued", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Issued()) })
 	s.admin = m
 }

@@ -69,6 +69,14 @@ func (s *Server) handle(pattern string, a access, h handler) {
 			writeError(w, http.StatusUnauthorized, "unauthorized")
 			return
 		}
+		scope := p.scope
+		if scope == "" {
+			scope = "admin"
+		}
+		if s.byScope[pattern] == nil {
+			s.byScope[pattern] = map[string]int{}
+		}
+		s.byScope[pattern][scope]++
 		if p.scope == terdut.ScopeTeam {
 			if a != anyKey && !(a == ownTeam && r.PathValue("id") == strconv.FormatInt(p.teamID, 10)) {
 				writeError(w, http.StatusForbidden, "team-scoped key outside its team")

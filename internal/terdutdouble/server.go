@@ -107,6 +107,7 @@ type Server struct {
 	issued       []string
 
 	counters       map[string]int
+	byScope        map[string]map[string]int
 	faults         []*Fault
 	notFoundWindow time.Duration
 	now            func() time.Time
@@ -127,6 +128,7 @@ func New(o Options) *Server {
 		integrations: map[int64]ownedIntegration{},
 		created:      map[int64]time.Time{},
 		counters:     map[string]int{},
+		byScope:      map[string]map[string]int{},
 		now:          time.Now,
 	}
 	if o.Now != nil {
@@ -293,6 +295,20 @@ func (s *Server) ResetCounters() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counters = map[string]int{}
+	s.byScope = map[string]map[string]int{}
+}
+
+// CountsByScope returns, per "METHOD /route", how many authenticated
+// requests each kind of key made: "admin" (the bootstrap user's), "instance"
+// or "team".
+func (s *Server) CountsByScope() map[string]map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]map[string]int, len(s.byScope))
+	for k, v := range s.byScope {
+		out[k] = maps.Clone(v)
+	}
+	return out
 }
 
 // Issued returns every secret the double ever issued (API keys, integration

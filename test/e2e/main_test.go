@@ -42,6 +42,7 @@ var env struct {
 	root, run, kubeconfig string
 	kube                  client.Client
 	doubleURL             string
+	doubles               []string // every double's URL, for the leak check
 	admin                 *terdut.Client
 	provider              *exec.Cmd
 	providerLog           string
@@ -113,6 +114,7 @@ func setup() (int, error) {
 	}
 	u, _ := os.ReadFile(filepath.Join(env.run, "double.url"))
 	env.doubleURL = string(u)
+	env.doubles = append(env.doubles, env.doubleURL)
 	if env.admin, err = terdut.New(terdut.Options{Endpoint: env.doubleURL, Token: terdut.Secret(key)}); err != nil {
 		return 1, err
 	}
@@ -197,14 +199,19 @@ func kubectlOut(stdin []byte, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// admin calls the double's admin API.
+// admin calls the suite's double's admin API.
 func admin(method, path string, in, out any) error {
+	return adminAt(env.doubleURL, method, path, in, out)
+}
+
+// adminAt calls the admin API of the double at base.
+func adminAt(base, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, _ := json.Marshal(in)
 		body = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequestWithContext(context.Background(), method, env.doubleURL+path, body)
+	req, _ := http.NewRequestWithContext(context.Background(), method, base+path, body)
 	rsp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

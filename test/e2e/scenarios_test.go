@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -387,27 +386,6 @@ func TestExamplesAndGetManaged(t *testing.T) {
 	if err := kubectl(nil, "delete", "namespace", "team-a", "--wait=true", "--timeout=90s"); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestNoKeyLeaked runs last: no key the double issued may appear in the
-// provider's log, in any MR's status or in any event.
-func TestNoKeyLeaked(t *testing.T) {
-	scenario(t, "no key the double issued appears in the provider log, MR status or events")
-	var issued []string
-	if err := admin(http.MethodGet, "/admin/issued", nil, &issued); err != nil {
-		t.Fatal(err)
-	}
-	log, _ := os.ReadFile(env.providerLog)
-	statuses, _ := kubectlOut(nil, "get", "managed", "-A", "-o", "json")
-	events, _ := kubectlOut(nil, "get", "events", "-A", "-o", "json")
-	for _, k := range issued {
-		for name, text := range map[string]string{"provider log": string(log), "MR status": statuses, "events": events} {
-			if strings.Contains(text, k) {
-				t.Errorf("an issued key appears in the %s", name)
-			}
-		}
-	}
-	fmt.Printf("    checked %d issued secrets against %d bytes of provider log\n", len(issued), len(log))
 }
 
 func TestValidation(t *testing.T) {
