@@ -186,7 +186,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 			refreshed = true
 			tok, err := c.refresh(ctx)
 			if err != nil {
-				return fmt.Errorf("terdut-server: %s %s: 401, and a new key could not be had: %w", method, path, err)
+				ae := newAPIError(method, path, rsp.StatusCode, data)
+				ae.Message += " (and no other key to retry with)"
+				return ae
 			}
 			c.mu.Lock()
 			c.token = tok

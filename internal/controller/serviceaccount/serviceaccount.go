@@ -207,6 +207,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 		return managed.ExternalObservation{}, errors.Errorf(errNoCredential, cr.Spec.ForProvider.Name)
 	}
 	sa, err := c.GetServiceAccountByName(ctx, cr.Spec.ForProvider.Name)
+	if terdut.IsUnauthorized(err) && meta.WasDeleted(cr) && ks.token != "" {
+		// NOTE: Delete removed the account with its own key, which dies
+		// with it: a 401 for that key, while deleting, means it is gone.
+		return managed.ExternalObservation{}, nil
+	}
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errLookup)
 	}

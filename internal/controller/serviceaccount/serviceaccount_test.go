@@ -291,3 +291,24 @@ func TestDeleteRemovesAccount(t *testing.T) {
 		t.Errorf("%d accounts after Delete", n)
 	}
 }
+
+func TestDeletingItselfIsNotStuck(t *testing.T) {
+	// The provider config names this account's own Secret: after Delete, the
+	// key it observes with is refused, and that must read as gone.
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	if err := f.reconcile(t, cr); err != nil {
+		t.Fatal(err)
+	}
+	own := terdut.Secret(f.secret(t, "instance-credentials").Data[SecretKeyToken])
+	c, _ := terdut.New(terdut.Options{Endpoint: f.url, Token: own, MaxRetries: -1})
+	f.e.pc, f.e.pcAuthenticated = c, true
+	now := metav1.Now()
+	cr.SetDeletionTimestamp(&now)
+	if _, err := f.e.Delete(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := f.e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
+		t.Errorf("Observe after deleting itself = %+v, %v; want gone", o, err)
+	}
+}
