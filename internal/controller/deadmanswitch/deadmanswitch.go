@@ -41,11 +41,12 @@ var _ api = (*terdut.Client)(nil)
 // Setup adds the DeadmanSwitch controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
 	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.DeadmanSwitch]{
-		GroupKind: v1alpha1.DeadmanSwitchGroupKind,
-		GVK:       v1alpha1.DeadmanSwitchGroupVersionKind,
-		Object:    &v1alpha1.DeadmanSwitch{},
-		List:      &v1alpha1.DeadmanSwitchList{},
-		External:  New,
+		GroupKind:  v1alpha1.DeadmanSwitchGroupKind,
+		GVK:        v1alpha1.DeadmanSwitchGroupVersionKind,
+		Object:     &v1alpha1.DeadmanSwitch{},
+		List:       &v1alpha1.DeadmanSwitchList{},
+		External:   New,
+		UseTeamKey: true,
 		TeamOf: func(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
 			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 		},

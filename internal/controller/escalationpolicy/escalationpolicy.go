@@ -49,11 +49,12 @@ var _ api = (*terdut.Client)(nil)
 // Setup adds the EscalationPolicy controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
 	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.EscalationPolicy]{
-		GroupKind: v1alpha1.EscalationPolicyGroupKind,
-		GVK:       v1alpha1.EscalationPolicyGroupVersionKind,
-		Object:    &v1alpha1.EscalationPolicy{},
-		List:      &v1alpha1.EscalationPolicyList{},
-		External:  New,
+		GroupKind:  v1alpha1.EscalationPolicyGroupKind,
+		GVK:        v1alpha1.EscalationPolicyGroupVersionKind,
+		Object:     &v1alpha1.EscalationPolicy{},
+		List:       &v1alpha1.EscalationPolicyList{},
+		External:   New,
+		UseTeamKey: true,
 		TeamOf: func(cr *v1alpha1.EscalationPolicy) (int64, bool) {
 			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 		},

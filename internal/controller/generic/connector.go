@@ -77,9 +77,11 @@ type Connector[M resource.ModernManaged] struct {
 	External func(Deps) managed.TypedExternalClient[M]
 	// Owners checks that mg does not take over another MR's object.
 	Owners Owners
-	// TeamOf returns a child kind's team ID, once known; nil for kinds that
-	// belong to no team.
+	// TeamOf returns the team an MR belongs to, once known; nil for kinds
+	// that belong to no team. That team must be a Team of its namespace.
 	TeamOf func(M) (int64, bool)
+	// UseTeamKey makes the MR talk to the server with its team's scoped key.
+	UseTeamKey bool
 	// TeamKeys keeps the team-scoped keys children use.
 	TeamKeys *TeamKeys
 	// OptionalCredentials lets Connect go on without the config's key (a
@@ -153,9 +155,9 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if c.TeamKeys == nil || !teamScoped(cfg) {
 		return c.External(d), nil
 	}
-	if c.TeamOf == nil {
-		// A Team: it uses the instance key, and removes its team's key when
-		// it goes.
+	if !c.UseTeamKey {
+		// A Team (or a ServiceAccount): it uses the config's key; a Team
+		// removes its team's scoped key when it goes.
 		d.RevokeTeamKey = func(ctx context.Context, teamID int64) error { return c.TeamKeys.Revoke(ctx, cfg, cl, teamID) }
 		return c.External(d), nil
 	}

@@ -59,8 +59,10 @@ type Kind[M resource.ModernManaged] struct {
 	// OwnsSecrets watches the Secrets the MR controls (its connection
 	// Secret), so that losing one is noticed at once.
 	OwnsSecrets bool
-	// TeamOf returns a child kind's team ID once known; nil for a Team.
+	// TeamOf returns the team an MR belongs to once known; nil for a Team.
 	TeamOf func(M) (int64, bool)
+	// UseTeamKey: the kind talks to the server with its team's scoped key.
+	UseTeamKey bool
 	// OptionalCredentials lets Connect go on without the config's key.
 	OptionalCredentials bool
 }
@@ -96,6 +98,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 			Kind:    k.GVK.Kind,
 		},
 		TeamOf:              k.TeamOf,
+		UseTeamKey:          k.UseTeamKey,
 		TeamKeys:            o.TeamKeys,
 		OptionalCredentials: k.OptionalCredentials,
 		ProviderNamespace:   o.Namespace,

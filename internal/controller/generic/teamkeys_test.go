@@ -3,10 +3,18 @@ package generic
 import (
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
@@ -75,5 +83,50 @@ func TestTeamKeys(t *testing.T) {
 	}
 	if err := kube.Get(t.Context(), types.NamespacedName{Namespace: "crossplane-system", Name: SecretName(cfg, team.ID)}, s); err == nil {
 		t.Error("the team key Secret survived Revoke")
+	}
+}
+
+func TestConnectGivesChildrenTeamKeysOnly(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+	tm, _ := instance.CreateTeam(t.Context(), "Platform")
+
+	team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
+	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
+	cpc.Spec.Endpoint = hs.URL
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
+
+	connect := func(useTeamKey bool, mg *v1alpha1.Team) (Deps, error) {
+		var got Deps
+		c := &Connector[*v1alpha1.Team]{
+			Kube: kube, Usage: &tracked{}, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
+			External:   func(d Deps) managed.TypedExternalClient[*v1alpha1.Team] { got = d; return nil },
+			Owners:     Owners{Kube: kube, NewList: func() resource.ManagedList { return &v1alpha1.TeamList{} }, Kind: "Team"},
+			TeamOf:     func(*v1alpha1.Team) (int64, bool) { return tm.ID, true },
+			UseTeamKey: useTeamKey,
+			TeamKeys:   &TeamKeys{Kube: kube, Namespace: "crossplane-system"},
+		}
+		_, err := c.Connect(t.Context(), mg)
+		return got, err
+	}
+	child := mgTeam("team-a", "child", "c", "", "default", 0)
+	d, err := connect(true, child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.GetTeamByName(t.Context(), "Platform"); !terdut.IsForbidden(err) {
+		t.Errorf("a child's client listed teams (%v): it holds more than its team's key", err)
+	}
+	d, err = connect(false, child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.GetTeamByName(t.Context(), "Platform"); err != nil {
+		t.Errorf("a kind without team keys (a team-scoped ServiceAccount) lost the config's key: %v", err)
+	}
+	if _, err := connect(false, mgTeam("team-b", "grab", "g", "", "default", 0)); !IsNotOwned(err) {
+		t.Errorf("a team-bound MR of another namespace: %v, want TeamNotInNamespace", err)
 	}
 }

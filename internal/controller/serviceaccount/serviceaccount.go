@@ -92,6 +92,14 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		OwnsSecrets:               true,
 		// NOTE: its provider config may name the very Secret it writes.
 		OptionalCredentials: true,
+		// A team-scoped account's team must be a Team of its namespace: no
+		// tenant may mint a key for another's team.
+		TeamOf: func(cr *v1alpha1.ServiceAccount) (int64, bool) {
+			if cr.Spec.ForProvider.Scope != terdut.ScopeTeam {
+				return 0, false
+			}
+			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+		},
 	})
 }
 
