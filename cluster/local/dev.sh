@@ -65,7 +65,11 @@ on 127.0.0.1. In another shell:
 Logs: $RUN/provider.log, $RUN/terdut-double.log
 Press Ctrl-C to stop everything (or run 'make dev-down' elsewhere).
 MSG
-  trap 'echo; cmd_down; exit 0' INT TERM
+  # Ctrl-C here stops everything; `make dev-down` elsewhere stops this
+  # session (SIGTERM) and then everything else.
+  echo $$ >"$RUN/dev-session.pid"
+  trap 'echo; rm -f "$RUN/dev-session.pid"; cmd_down; exit 0' INT
+  trap 'rm -f "$RUN/dev-session.pid"; exit 0' TERM
   while true; do sleep 3600 & wait $!; done
 }
 

@@ -188,7 +188,7 @@ running() {
   [[ -f $f ]] || return 1
   local pid
   pid=$(cat "$f")
-  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && grep -q "$BIN\|$RUN" "/proc/$pid/cmdline" 2>/dev/null
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && grep -q "$BIN\|$RUN\|cluster/local/dev.sh" "/proc/$pid/cmdline" 2>/dev/null
 }
 
 # wait_for WHAT SECONDS CMD...: retry CMD until it succeeds.
@@ -333,11 +333,13 @@ stop() {
 
 cmd_down() {
   local n
+  # A `make dev` session blocked in another shell: it exits on SIGTERM.
+  stop dev-session
   # Anything else that scripts started in this run dir (provider, double).
   for f in "$RUN"/*.pid; do
     [[ -e $f ]] || continue
     n=$(basename "$f" .pid)
-    case $n in etcd | kube-apiserver | kube-controller-manager | crossplane) ;; *) stop "$n" ;; esac
+    case $n in etcd | kube-apiserver | kube-controller-manager | crossplane | dev-session) ;; *) stop "$n" ;; esac
   done
   for n in crossplane kube-controller-manager kube-apiserver etcd; do
     stop "$n"
