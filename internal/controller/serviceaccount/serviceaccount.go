@@ -195,6 +195,15 @@ func (e *external) admin(ctx context.Context, cr *v1alpha1.ServiceAccount, ks ke
 	return nil, nil //nolint:nilnil // No credential is a state, not an error.
 }
 
+// mustAdmin is admin, with no credential at all an error.
+func (e *external) mustAdmin(ctx context.Context, cr *v1alpha1.ServiceAccount, ks keyState) (api, error) {
+	c, err := e.admin(ctx, cr, ks)
+	if err == nil && c == nil {
+		err = errors.Errorf(errNoCredential, cr.Spec.ForProvider.Name)
+	}
+	return c, err
+}
+
 // Observe finds the account by name and checks the key in the connection
 // Secret: a missing key, a due or requested rotation, or an old key still
 // to revoke make it not up to date.
@@ -207,12 +216,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	c, err := e.admin(ctx, cr, ks)
+	c, err := e.mustAdmin(ctx, cr, ks)
 	if err != nil {
 		return managed.ExternalObservation{}, err
-	}
-	if c == nil {
-		return managed.ExternalObservation{}, errors.Errorf(errNoCredential, cr.Spec.ForProvider.Name)
 	}
 	sa, err := c.GetServiceAccountByName(ctx, cr.Spec.ForProvider.Name)
 	if terdut.IsUnauthorized(err) && meta.WasDeleted(cr) && ks.token != "" {
@@ -452,9 +458,9 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	c, err := e.admin(ctx, cr, ks)
-	if err != nil || c == nil {
-		return managed.ExternalUpdate{}, errors.Wrap(err, errors.Errorf(errNoCredential, cr.Spec.ForProvider.Name).Error())
+	c, err := e.mustAdmin(ctx, cr, ks)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
 	}
 	sa := e.observed
 	if sa == nil {
@@ -501,9 +507,9 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
-	c, err := e.admin(ctx, cr, ks)
-	if err != nil || c == nil {
-		return managed.ExternalDelete{}, errors.Wrap(err, errors.Errorf(errNoCredential, cr.Spec.ForProvider.Name).Error())
+	c, err := e.mustAdmin(ctx, cr, ks)
+	if err != nil {
+		return managed.ExternalDelete{}, err
 	}
 	if err := c.DeleteServiceAccount(ctx, id); err != nil && !terdut.IsNotFound(err) {
 		return managed.ExternalDelete{}, errors.Wrap(err, errDelete)

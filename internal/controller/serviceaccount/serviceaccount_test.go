@@ -312,3 +312,23 @@ func TestDeletingItselfIsNotStuck(t *testing.T) {
 		t.Errorf("Observe after deleting itself = %+v, %v; want gone", o, err)
 	}
 }
+
+func TestNoCredentialIsAnError(t *testing.T) {
+	// A team-scoped account (it cannot use its own key to manage accounts)
+	// whose provider config has no key and no checkpoint: every call must
+	// say so, never silently do nothing.
+	f := newFixture(t, terdutdouble.Options{AdminKey: "tdk_someone_else"})
+	cr := sa()
+	cr.Spec.ForProvider.Scope, cr.Spec.ForProvider.Bootstrap = "team", nil
+	meta.SetExternalName(cr, "7")
+	want := errors.Errorf(errNoCredential, "terdut-operator").Error()
+	if _, err := f.e.Observe(t.Context(), cr); err == nil || err.Error() != want {
+		t.Errorf("Observe: %v, want %q", err, want)
+	}
+	if _, err := f.e.Update(t.Context(), cr); err == nil || err.Error() != want {
+		t.Errorf("Update: %v, want %q", err, want)
+	}
+	if _, err := f.e.Delete(t.Context(), cr); err == nil || err.Error() != want {
+		t.Errorf("Delete: %v, want %q", err, want)
+	}
+}
