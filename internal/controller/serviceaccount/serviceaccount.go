@@ -479,7 +479,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	}
 	// NOTE: revoke with the new key's standing: a client that still holds
 	// the old key refreshes it from the Secret on its next 401.
-	if c, err = e.admin(ctx, cr, ks); err != nil {
+	if c, err = e.mustAdmin(ctx, cr, ks); err != nil {
 		return managed.ExternalUpdate{}, err
 	}
 	if err := c.RevokeKey(ctx, sa.ID, ks.revokeID); err != nil && !terdut.IsNotFound(err) {
