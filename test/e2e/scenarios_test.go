@@ -441,6 +441,12 @@ spec:
     levels: [{timeout: 5m, targets: [{kind: oncall}]}]
 `, "should be greater than or equal to 0"},
 	}
+	scenario(t, "every file in examples/ is accepted by the API server (server-side dry run)")
+	for _, dir := range []string{"providerconfig", "serviceaccount", "import"} {
+		if out, err := kubectlOut(nil, "apply", "--dry-run=server", "-f", filepath.Join(env.root, "examples", dir)); err != nil {
+			t.Errorf("examples/%s: %v\n%s", dir, err, out)
+		}
+	}
 	for name, tc := range cases {
 		scenario(t, "the API server rejects %s", name)
 		out, err := kubectlOut([]byte(tc.yaml), "apply", "-f", "-")
