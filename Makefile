@@ -34,7 +34,7 @@ lint:
 	$(GO) vet -tags e2e ./test/...
 	$(STATICCHECK) ./...
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
-	@if git grep -n 'err.Error() ==' -- '*.go' ':!*_test.go'; then echo "compare errors with errors.As, not strings"; exit 1; fi
+	@if git grep -n 'err[.]Error() ==' -- '*.go' ':!*_test.go'; then echo "compare errors with errors.As, not strings"; exit 1; fi
 	@if git grep -n 'fmt.Print' -- 'internal/controller' ':!*_test.go'; then echo "no fmt.Print in controllers: use the logger"; exit 1; fi
 
 ## unit: unit tests and the contract tests against the terdut-server double
