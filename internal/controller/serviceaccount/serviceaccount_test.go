@@ -131,7 +131,7 @@ func (f *fixture) converged(t *testing.T, cr *v1alpha1.ServiceAccount) {
 	if len(st.ServiceAccounts) != 1 {
 		t.Fatalf("%d service accounts, want 1", len(st.ServiceAccounts))
 	}
-	if meta.GetExternalName(cr) != terdutID(st.ServiceAccounts[0].ID) {
+	if meta.GetExternalName(cr) != generic.FormatID(st.ServiceAccounts[0].ID) {
 		t.Errorf("external-name %q, want the account ID %d", meta.GetExternalName(cr), st.ServiceAccounts[0].ID)
 	}
 	s := f.secret(t, "instance-credentials")
@@ -147,7 +147,6 @@ func (f *fixture) converged(t *testing.T, cr *v1alpha1.ServiceAccount) {
 	}
 }
 
-func terdutID(id int64) string { return generic.FormatID(id) }
 
 func TestBootstrapResumesAtEveryInterruption(t *testing.T) {
 	cases := map[string]struct {
