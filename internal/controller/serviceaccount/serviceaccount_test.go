@@ -147,7 +147,6 @@ func (f *fixture) converged(t *testing.T, cr *v1alpha1.ServiceAccount) {
 	}
 }
 
-
 func TestBootstrapResumesAtEveryInterruption(t *testing.T) {
 	cases := map[string]struct {
 		reason string
