@@ -45,9 +45,3 @@ func IsForbidden(err error) bool { return statusIs(err, http.StatusForbidden) }
 // IsUnauthorized reports whether err is a 401: the key is missing, unknown or
 // revoked.
 func IsUnauthorized(err error) bool { return statusIs(err, http.StatusUnauthorized) }
-
-// IsRouteMissing reports whether err says the server does not have the route
-// (an older server): 404 or 405 on a capability probe. [design §13]
-func IsRouteMissing(err error) bool {
-	return IsNotFound(err) || statusIs(err, http.StatusMethodNotAllowed)
-}
