@@ -17,15 +17,15 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(OUT)/provider ./cmd/provider
 	$(GO) build -o $(OUT)/terdut-double ./cmd/terdut-double
 
-## generate: deepcopy, managed methods and CRDs (package/crds) from apis/.
+## generate: deepcopy, managed methods and CRDs (package/provider/crds) from apis/.
 generate:
 	$(GO) generate ./...
 
 ## check-generate: fail when the committed generated code is stale.
 check-generate: generate
-	@if [ -n "$$(git status --porcelain -- apis package/crds)" ]; then \
+	@if [ -n "$$(git status --porcelain -- apis package/provider/crds)" ]; then \
 		echo "Generated code is stale; run 'make generate' and commit:"; \
-		git status --porcelain -- apis package/crds; exit 1; \
+		git status --porcelain -- apis package/provider/crds; exit 1; \
 	fi
 	@echo "generated code is up to date"
 

@@ -31,9 +31,9 @@ up() {
   local url
   url=$(cat "$RUN/double.url")
 
-  step "CRDs: installing package/crds"
-  kc apply --server-side -f "$ROOT/package/crds" >/dev/null
-  kc wait --for condition=established --timeout=60s -f "$ROOT/package/crds" >/dev/null
+  step "CRDs: installing package/provider/crds"
+  kc apply --server-side -f "$ROOT/package/provider/crds" >/dev/null
+  kc wait --for condition=established --timeout=60s -f "$ROOT/package/provider/crds" >/dev/null
 
   step "ClusterProviderConfig default -> $url (the double)"
   sed -e "s#^  endpoint: .*#  endpoint: $url#" -e "s#^  token: .*#  token: $(cat "$RUN/double.key")#" \

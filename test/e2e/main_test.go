@@ -119,10 +119,10 @@ func setup() (int, error) {
 		return 1, err
 	}
 
-	if err := kubectl(nil, "apply", "--server-side", "-f", filepath.Join(env.root, "package/crds")); err != nil {
+	if err := kubectl(nil, "apply", "--server-side", "-f", filepath.Join(env.root, "package/provider/crds")); err != nil {
 		return 1, err
 	}
-	if err := kubectl(nil, "wait", "--for", "condition=established", "--timeout=60s", "-f", filepath.Join(env.root, "package/crds")); err != nil {
+	if err := kubectl(nil, "wait", "--for", "condition=established", "--timeout=60s", "-f", filepath.Join(env.root, "package/provider/crds")); err != nil {
 		return 1, err
 	}
 	cpc, _ := os.ReadFile(filepath.Join(env.root, "examples/providerconfig/clusterproviderconfig.yaml"))

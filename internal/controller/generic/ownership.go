@@ -150,9 +150,10 @@ func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64
 	return o.refuse(mg, ReasonTeamNotInNamespace, fmt.Sprintf(errForeignTeam, teamID, mg.GetNamespace(), o.Kind))
 }
 
-// untouched is the external client of an MR refused by an ownership check
-// while it is being deleted: the server object is not its own, so it reports
-// nothing to delete and the finalizer goes without a request to the server.
+// untouched is the external client of an MR being deleted that has nothing
+// of its own on the server: refused by an ownership check, or a child whose
+// team is already gone (or was never known). It reports nothing to delete
+// and the finalizer goes without a request to the server.
 type untouched[M resource.Managed] struct{}
 
 func (untouched[M]) Observe(context.Context, M) (managed.ExternalObservation, error) {

@@ -130,3 +130,91 @@ func TestConnectGivesChildrenTeamKeysOnly(t *testing.T) {
 		t.Errorf("a team-bound MR of another namespace: %v, want TeamNotInNamespace", err)
 	}
 }
+
+func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
+	type want struct {
+		untouched bool
+		err       bool
+		mints     int
+	}
+	cases := map[string]struct {
+		reason       string
+		deleting     bool
+		teamKnown    bool
+		teamDeleted  bool
+		getTeamFails bool
+		want         want
+	}{
+		"TeamGone": {
+			reason:   "a child deleted after its team (as a claim's are) finds nothing to delete and mints no key for a team that is gone",
+			deleting: true, teamKnown: true, teamDeleted: true,
+			want: want{untouched: true},
+		},
+		"TeamUnknown": {
+			reason:   "a child that never learned its team's ID made nothing: it may go",
+			deleting: true,
+			want:     want{untouched: true},
+		},
+		"TeamThere": {
+			reason:   "a child deleted while its team exists deletes its object with the team's key",
+			deleting: true, teamKnown: true,
+			want: want{mints: 1},
+		},
+		"ServerError": {
+			reason:   "a 5xx while checking the team is not read as gone",
+			deleting: true, teamKnown: true, getTeamFails: true,
+			want: want{err: true},
+		},
+		"NotDeleting": {
+			reason:    "a live child whose team is gone is not let go: it reports the error",
+			teamKnown: true, teamDeleted: true,
+			want: want{err: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+			hs := httptest.NewServer(double.Handler())
+			defer hs.Close()
+			instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+			tm, _ := instance.CreateTeam(t.Context(), "Platform")
+			if tc.teamDeleted {
+				if err := instance.DeleteTeam(t.Context(), tm.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.getTeamFails {
+				double.AddFault(terdutdouble.Fault{Method: "GET", Route: "/api/teams/{id}", Status: 503})
+			}
+			cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
+			cpc.Spec.Endpoint = hs.URL
+			team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
+			kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
+			external := false
+			c := &Connector[*v1alpha1.Team]{
+				Kube: kube, Usage: &tracked{}, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
+				External:   func(Deps) managed.TypedExternalClient[*v1alpha1.Team] { external = true; return nil },
+				Owners:     Owners{Kube: kube, NewList: func() resource.ManagedList { return &v1alpha1.TeamList{} }, Kind: "Team"},
+				TeamOf:     func(*v1alpha1.Team) (int64, bool) { return tm.ID, tc.teamKnown },
+				UseTeamKey: true,
+				TeamKeys:   &TeamKeys{Kube: kube, Namespace: "crossplane-system"},
+			}
+			child := mgTeam("team-a", "child", "c", "", "default", 0)
+			if tc.deleting {
+				now := metav1.Now()
+				child.DeletionTimestamp = &now
+			}
+			ext, err := c.Connect(t.Context(), child)
+			_, isUntouched := ext.(untouched[*v1alpha1.Team])
+			if (err != nil) != tc.want.err || isUntouched != tc.want.untouched {
+				t.Fatalf("%s\nConnect: err %v, untouched %t; want err %t, untouched %t", tc.reason, err, isUntouched, tc.want.err, tc.want.untouched)
+			}
+			if !tc.want.err && !tc.want.untouched && !external {
+				t.Errorf("%s\nthe kind's external client was not made", tc.reason)
+			}
+			if got := double.Count("POST /api/service-accounts/{id}/keys"); got != tc.want.mints {
+				t.Errorf("%s\nteam keys minted: %d, want %d", tc.reason, got, tc.want.mints)
+			}
+		})
+	}
+}

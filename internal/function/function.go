@@ -1,0 +1,323 @@
+// Package function is the composition function behind the TerdutServer and
+// TerdutTeam claims: it renders a claim's spec into the resources it
+// composes, decides their readiness from what Crossplane observed, and
+// reports the endpoint, the team ID and a summary of what is not ready yet
+// back to the claim.
+package function
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/function-sdk-go/logging"
+	"github.com/crossplane/function-sdk-go/request"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
+	"github.com/crossplane/function-sdk-go/response"
+
+	platform "git.ryuvia.com/niklas/provider-terdut/apis/platform/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+)
+
+const (
+	errObservedXR = "cannot get the observed composite resource"
+	errDesiredXR  = "cannot get the desired composite resource"
+	errInput      = "cannot read the function's input"
+	errDecode     = "cannot decode the %s's spec"
+	errNoClaim    = "%s %q has no claim: create it as a %s in a namespace, whose namespace its resources go to"
+	errNamespace  = "the provider namespace %q in the function's input is not a valid namespace name"
+)
+
+// Function renders TerdutServer and TerdutTeam composites.
+type Function struct {
+	fnv1.UnimplementedFunctionRunnerServiceServer
+
+	Log logging.Logger
+}
+
+// RunFunction implements the composition function.
+func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
+	rsp := response.To(req, response.DefaultTTL)
+
+	oxr, err := request.GetObservedCompositeResource(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, errObservedXR))
+		return rsp, nil
+	}
+	in := &Input{}
+	if req.GetInput() != nil {
+		if err := request.GetInput(req, in); err != nil {
+			response.Fatal(rsp, errors.Wrap(err, errInput))
+			return rsp, nil
+		}
+	}
+	if in.ProviderNamespace == "" {
+		in.ProviderNamespace = DefaultProviderNamespace
+	}
+	if len(validation.IsDNS1123Label(in.ProviderNamespace)) > 0 {
+		response.Fatal(rsp, errors.Errorf(errNamespace, in.ProviderNamespace))
+		return rsp, nil
+	}
+	observed, err := request.GetObservedComposedResources(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot get the observed composed resources"))
+		return rsp, nil
+	}
+
+	kind := oxr.Resource.GetKind()
+	claim := oxr.Resource.GetClaimReference()
+	if claim == nil || claim.Namespace == "" {
+		response.Fatal(rsp, errors.Errorf(errNoClaim, kind, oxr.Resource.GetName(), strings.TrimPrefix(kind, "X")))
+		return rsp, nil
+	}
+	log := f.Log.WithValues("xr", oxr.Resource.GetName(), "claim", claim.Namespace+"/"+claim.Name)
+
+	var (
+		out    []Composed
+		status map[string]any
+	)
+	switch kind {
+	case platform.XTerdutServerKind:
+		xr := &platform.XTerdutServer{}
+		if err := convert(oxr.Resource.Object, xr); err != nil {
+			response.Fatal(rsp, errors.Wrapf(err, errDecode, kind))
+			return rsp, nil
+		}
+		n := ServerNames{Namespace: claim.Namespace, Name: claim.Name, ProviderNamespace: in.ProviderNamespace}
+		out = Server(n, &xr.Spec)
+		st := ServerStatus(n, &xr.Spec)
+		st.Summary = Summarize(out, observed)
+		status, err = toMap(st)
+	case platform.XTerdutTeamKind:
+		xr := &platform.XTerdutTeam{}
+		if err := convert(oxr.Resource.Object, xr); err != nil {
+			response.Fatal(rsp, errors.Wrapf(err, errDecode, kind))
+			return rsp, nil
+		}
+		n := TeamNames{Namespace: claim.Namespace, Name: claim.Name}
+		out = Team(n, &xr.Spec)
+		st := TeamStatus(n, &xr.Spec)
+		st.TeamID = ObservedTeamID(observed)
+		st.Summary = Summarize(out, observed)
+		status, err = toMap(st)
+	default:
+		response.Fatal(rsp, errors.Errorf("cannot compose a %s: this function composes %s and %s", kind, platform.XTerdutServerKind, platform.XTerdutTeamKind))
+		return rsp, nil
+	}
+	if err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+
+	desired, err := request.GetDesiredComposedResources(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot get the desired composed resources"))
+		return rsp, nil
+	}
+	for _, c := range out {
+		cd, err := toComposed(c.Object)
+		if err != nil {
+			response.Fatal(rsp, errors.Wrapf(err, "cannot render %s", c.Name))
+			return rsp, nil
+		}
+		d := &resource.DesiredComposed{Resource: cd, Ready: resource.ReadyFalse}
+		if ok, _ := Ready(c, observed); ok {
+			d.Ready = resource.ReadyTrue
+		}
+		desired[resource.Name(c.Name)] = d
+	}
+	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot set the desired composed resources"))
+		return rsp, nil
+	}
+
+	dxr, err := request.GetDesiredCompositeResource(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, errDesiredXR))
+		return rsp, nil
+	}
+	if err := dxr.Resource.SetValue("status", status); err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot set the composite's status"))
+		return rsp, nil
+	}
+	if err := response.SetDesiredCompositeResource(rsp, dxr); err != nil {
+		response.Fatal(rsp, errors.Wrap(err, errDesiredXR))
+		return rsp, nil
+	}
+	log.Debug("composed", "resources", len(out), "summary", status["summary"])
+	return rsp, nil
+}
+
+// ObservedTeamID is the server-side ID of the composed Team, once its
+// provider has created it; 0 before.
+func ObservedTeamID(observed map[resource.Name]resource.ObservedComposed) int64 {
+	oc, ok := observed[NameTeam]
+	if !ok || oc.Resource == nil {
+		return 0
+	}
+	id, err := oc.Resource.GetInteger("status.atProvider.id")
+	if err != nil {
+		return 0
+	}
+	return id
+}
+
+// Ready reports whether a composed resource is ready, and if not, why: a
+// Deployment when Available, a managed resource when Ready, anything else
+// once it exists.
+func Ready(c Composed, observed map[resource.Name]resource.ObservedComposed) (bool, string) {
+	oc, ok := observed[resource.Name(c.Name)]
+	if !ok || oc.Resource == nil {
+		return false, "not created yet"
+	}
+	switch c.Object.(type) {
+	case *appsv1.Deployment:
+		return condition(oc.Resource, "Available")
+	case *v1alpha1.ClusterProviderConfig:
+		return true, ""
+	case *v1alpha1.ServiceAccount, *v1alpha1.Team, *v1alpha1.EscalationPolicy, *v1alpha1.DeadmanSwitch, *v1alpha1.Integration:
+		// NOTE: a managed resource that cannot sync says why in Synced
+		// (RefNotPermitted, TeamNotInNamespace, ...); that is the more
+		// useful reason while Ready is still False.
+		if s := oc.Resource.GetCondition(xpv2.TypeSynced); s.Status == corev1.ConditionFalse {
+			return false, describe("Synced", s)
+		}
+		return condition(oc.Resource, string(xpv2.TypeReady))
+	default:
+		return true, ""
+	}
+}
+
+func condition(u *composed.Unstructured, typ string) (bool, string) {
+	c := u.GetCondition(xpv2.ConditionType(typ))
+	if c.Status == corev1.ConditionTrue {
+		return true, ""
+	}
+	return false, describe(typ, c)
+}
+
+// maxMessage bounds a condition message quoted in a summary.
+const maxMessage = 200
+
+func describe(typ string, c xpv2.Condition) string {
+	s := fmt.Sprintf("%s=%s", typ, c.Status)
+	if c.Status == "" {
+		s = typ + "=Unknown"
+	}
+	if c.Reason != "" {
+		s += " " + string(c.Reason)
+	}
+	if m := c.Message; m != "" {
+		if len(m) > maxMessage {
+			m = m[:maxMessage] + "..."
+		}
+		s += ": " + m
+	}
+	return s
+}
+
+// Summarize says which composed resources are not ready yet and why, or
+// that all are.
+func Summarize(out []Composed, observed map[resource.Name]resource.ObservedComposed) string {
+	var waiting []string
+	for _, c := range out {
+		if ok, why := Ready(c, observed); !ok {
+			waiting = append(waiting, fmt.Sprintf("%s %s: %s", kindOf(c.Object), objectName(c.Object), why))
+		}
+	}
+	if len(waiting) == 0 {
+		return fmt.Sprintf("all %d resources ready", len(out))
+	}
+	sort.Strings(waiting)
+	return fmt.Sprintf("%d of %d resources not ready: %s", len(waiting), len(out), strings.Join(waiting, "; "))
+}
+
+func kindOf(o any) string {
+	if r, ok := o.(runtime.Object); ok {
+		return r.GetObjectKind().GroupVersionKind().Kind
+	}
+	return fmt.Sprintf("%T", o)
+}
+
+func objectName(o any) string {
+	m, ok := o.(interface {
+		GetNamespace() string
+		GetName() string
+	})
+	if !ok {
+		return ""
+	}
+	if m.GetNamespace() == "" {
+		return m.GetName()
+	}
+	return m.GetNamespace() + "/" + m.GetName()
+}
+
+// toComposed converts a desired object to the SDK's composed resource.
+// NOTE: only what the function has an opinion on may reach Crossplane's
+// server-side apply, else it would own (and fight the API server's
+// defaulting over) zero values such as a probe's successThreshold: 0. So
+// empty and null fields go, and so does status.
+func toComposed(o any) (*composed.Unstructured, error) {
+	r, ok := o.(runtime.Object)
+	if !ok {
+		return nil, errors.Errorf("%T is not a Kubernetes object", o)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	prune(m)
+	return &composed.Unstructured{Unstructured: unstructured.Unstructured{Object: m}}, nil
+}
+
+// prune removes null values and empty objects, depth first.
+func prune(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			prune(t)
+			if len(t) == 0 {
+				delete(m, k)
+			}
+		case []any:
+			for _, e := range t {
+				if em, ok := e.(map[string]any); ok {
+					prune(em)
+				}
+			}
+		}
+	}
+}
+
+func convert(from map[string]any, into any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, into)
+}
+
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	return m, json.Unmarshal(b, &m)
+}

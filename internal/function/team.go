@@ -1,0 +1,136 @@
+package function
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	platform "git.ryuvia.com/niklas/provider-terdut/apis/platform/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+)
+
+// Names of the resources a TerdutTeam composes, as the pipeline knows them;
+// switches and integrations are "switch-<name>" and "integration-<name>".
+const (
+	NameTeam             = "team"
+	NameEscalationPolicy = "escalation-policy"
+	prefixSwitch         = "switch-"
+	prefixIntegration    = "integration-"
+)
+
+// DefaultProviderConfig is what a TerdutTeam without serverRef or
+// providerConfigRef uses.
+const DefaultProviderConfig = "default"
+
+// TeamNames are the names a TerdutTeam claim's resources get.
+type TeamNames struct {
+	// Namespace of the claim: every composed MR lives there.
+	Namespace string
+	// Name of the claim: the Team's and the EscalationPolicy's name, and
+	// the prefix of the others'.
+	Name string
+}
+
+// Child is the name of a switch's or an integration's MR.
+func (n TeamNames) Child(name string) string { return n.Name + "-" + name }
+
+// WebhookSecret is the Secret an integration's url and key are written
+// to: <claim>-<integration>-webhook, for Alertmanager's webhook_configs.
+func (n TeamNames) WebhookSecret(integration string) string {
+	return n.Child(integration) + "-webhook"
+}
+
+// TeamProviderConfig is the provider config a TerdutTeam's MRs use:
+// serverRef's ClusterProviderConfig (<namespace>.<name>, the server claim's
+// namespace defaulting to the team's), providerConfigRef as given, or the
+// ClusterProviderConfig "default".
+func TeamProviderConfig(n TeamNames, s *platform.XTerdutTeamSpec) *xpv2.ProviderConfigReference {
+	switch {
+	case s.ServerRef != nil:
+		ns := s.ServerRef.Namespace
+		if ns == "" {
+			ns = n.Namespace
+		}
+		return &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: ProviderConfigName(ns, s.ServerRef.Name)}
+	case s.ProviderConfigRef != nil:
+		kind := s.ProviderConfigRef.Kind
+		if kind == "" {
+			kind = v1alpha1.ClusterProviderConfigKind
+		}
+		return &xpv2.ProviderConfigReference{Kind: kind, Name: s.ProviderConfigRef.Name}
+	default:
+		return &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: DefaultProviderConfig}
+	}
+}
+
+// Team returns what a TerdutTeam composes: a Team, its EscalationPolicy,
+// DeadmanSwitches and Integrations as MRs in the claim's namespace. The
+// children reference the Team by name (teamIdRef), so they wait for its ID.
+func Team(n TeamNames, s *platform.XTerdutTeamSpec) []Composed {
+	pc := TeamProviderConfig(n, s)
+	mr := func(name string) (metav1.TypeMeta, metav1.ObjectMeta, xpv2.ManagedResourceSpec) {
+		return metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String()},
+			metav1.ObjectMeta{Namespace: n.Namespace, Name: name},
+			xpv2.ManagedResourceSpec{ProviderConfigReference: pc.DeepCopy()}
+	}
+	ref := func() *xpv2.Reference { return &xpv2.Reference{Name: n.Name} }
+
+	tm, om, ms := mr(n.Name)
+	tm.Kind = v1alpha1.TeamKind
+	out := []Composed{{Name: NameTeam, Object: &v1alpha1.Team{
+		TypeMeta: tm, ObjectMeta: om,
+		Spec: v1alpha1.TeamSpec{ManagedResourceSpec: ms, ForProvider: v1alpha1.TeamParameters{
+			DisplayName: s.DisplayName, OIDC: s.OIDC.DeepCopy(),
+		}},
+	}}}
+
+	if p := s.EscalationPolicy; p != nil {
+		tm, om, ms := mr(n.Name)
+		tm.Kind = v1alpha1.EscalationPolicyKind
+		levels := make([]v1alpha1.EscalationLevel, len(p.Levels))
+		for i := range p.Levels {
+			p.Levels[i].DeepCopyInto(&levels[i])
+		}
+		out = append(out, Composed{Name: NameEscalationPolicy, Object: &v1alpha1.EscalationPolicy{
+			TypeMeta: tm, ObjectMeta: om,
+			Spec: v1alpha1.EscalationPolicySpec{ManagedResourceSpec: ms, ForProvider: v1alpha1.EscalationPolicyParameters{
+				TeamIDRef: ref(), RepeatCount: p.RepeatCount, FallbackTopic: p.FallbackTopic, Levels: levels,
+			}},
+		}})
+	}
+
+	for _, sw := range s.DeadmanSwitches {
+		tm, om, ms := mr(n.Child(sw.Name))
+		tm.Kind = v1alpha1.DeadmanSwitchKind
+		out = append(out, Composed{Name: prefixSwitch + sw.Name, Object: &v1alpha1.DeadmanSwitch{
+			TypeMeta: tm, ObjectMeta: om,
+			Spec: v1alpha1.DeadmanSwitchSpec{ManagedResourceSpec: ms, ForProvider: v1alpha1.DeadmanSwitchParameters{
+				TeamIDRef: ref(), Name: sw.Name, Matcher: sw.Matcher, Timeout: sw.Timeout, Severity: sw.Severity,
+			}},
+		}})
+	}
+
+	for _, in := range s.Integrations {
+		tm, om, ms := mr(n.Child(in.Name))
+		tm.Kind = v1alpha1.IntegrationKind
+		ms.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: n.WebhookSecret(in.Name)}
+		out = append(out, Composed{Name: prefixIntegration + in.Name, Object: &v1alpha1.Integration{
+			TypeMeta: tm, ObjectMeta: om,
+			Spec: v1alpha1.IntegrationSpec{ManagedResourceSpec: ms, ForProvider: v1alpha1.IntegrationParameters{
+				TeamIDRef: ref(), Kind: in.Kind, Name: in.Name,
+			}},
+		}})
+	}
+	return out
+}
+
+// TeamStatus is what the claim reports of its team, before the observed
+// team ID is filled in.
+func TeamStatus(n TeamNames, s *platform.XTerdutTeamSpec) platform.XTerdutTeamStatus {
+	pc := TeamProviderConfig(n, s)
+	st := platform.XTerdutTeamStatus{ProviderConfig: pc.Kind + "/" + pc.Name}
+	for _, in := range s.Integrations {
+		st.WebhookSecrets = append(st.WebhookSecrets, n.WebhookSecret(in.Name))
+	}
+	return st
+}
