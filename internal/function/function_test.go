@@ -1,0 +1,232 @@
+package function
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/resource"
+)
+
+const serverXR = `{
+  "apiVersion": "platform.terdut.ryuvia.com/v1alpha1", "kind": "XTerdutServer",
+  "metadata": {"name": "terdut-x7k2p"},
+  "spec": {
+    "claimRef": {"apiVersion": "platform.terdut.ryuvia.com/v1alpha1", "kind": "TerdutServer", "namespace": "platform-oncall", "name": "terdut"},
+    "image": {"repository": "git.ryuvia.com/niklas/terdut-server", "tag": "v0.9.3"},
+    "replicas": 0,
+    "networking": {"hostname": "", "servicePort": 8080, "gatewayListener": ""},
+    "database": {"dsn": "postgres://terdut@db:5432/terdut", "passwordSecretRef": {"name": "terdut-db", "key": "password"}},
+    "allowedTeams": {"namespaces": {"from": "All"}},
+    "bootstrap": {"username": "admin"},
+    "endpoint": "http://127.0.0.1:18090"
+  }
+}`
+
+const teamXR = `{
+  "apiVersion": "platform.terdut.ryuvia.com/v1alpha1", "kind": "XTerdutTeam",
+  "metadata": {"name": "web-5xq2z"},
+  "spec": {
+    "claimRef": {"apiVersion": "platform.terdut.ryuvia.com/v1alpha1", "kind": "TerdutTeam", "namespace": "team-a", "name": "web"},
+    "serverRef": {"name": "terdut", "namespace": "platform-oncall"},
+    "displayName": "Web",
+    "integrations": [{"name": "prod-alertmanager", "kind": "alertmanager"}]
+  }
+}`
+
+func observed(kind, apiVersion, namespace, name, status string) *fnv1.Resource {
+	return &fnv1.Resource{Resource: resource.MustStructJSON(`{"apiVersion": "` + apiVersion + `", "kind": "` + kind +
+		`", "metadata": {"namespace": "` + namespace + `", "name": "` + name + `"}, "status": ` + status + `}`)}
+}
+
+const (
+	available   = `{"conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}]}`
+	unavailable = `{"conditions": [{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."}]}`
+	mrReady     = `{"conditions": [{"type": "Ready", "status": "True", "reason": "Available"}, {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"}]}`
+	mrRefused   = `{"conditions": [{"type": "Ready", "status": "False", "reason": "RefNotPermitted", "message": "ClusterProviderConfig \"platform-oncall.terdut\" does not admit namespace \"team-a\""}, {"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "namespace \"team-a\" is not admitted"}]}`
+)
+
+func TestRunFunction(t *testing.T) {
+	type want struct {
+		fatal     string
+		resources map[string]resource.Ready
+		status    map[string]any
+		summary   string
+	}
+	cases := map[string]struct {
+		reason   string
+		xr       string
+		input    string
+		observed map[string]*fnv1.Resource
+		want     want
+	}{
+		"ServerFirstPass": {
+			reason: "nothing exists yet: four resources desired, none ready, the summary says so",
+			xr:     serverXR,
+			want: want{
+				resources: map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyFalse, NameServiceAccount: resource.ReadyFalse, NameProviderConfig: resource.ReadyFalse},
+				status: map[string]any{
+					"endpoint": "http://127.0.0.1:18090", "serviceName": "terdut", "providerConfigName": "platform-oncall.terdut",
+					"credentialsSecretRef": map[string]any{"namespace": "crossplane-system", "name": "platform-oncall.terdut-instance-credentials", "key": "token"},
+				},
+				summary: "4 of 4 resources not ready: ClusterProviderConfig platform-oncall.terdut: not created yet; Deployment platform-oncall/terdut: not created yet; " +
+					"Service platform-oncall/terdut: not created yet; ServiceAccount crossplane-system/platform-oncall.terdut-instance: not created yet",
+			},
+		},
+		"ServerDeploymentUnavailable": {
+			reason: "a Deployment is ready when Available, the ServiceAccount when Ready; the input's provider namespace is used",
+			xr:     serverXR,
+			input:  `{"apiVersion": "function.terdut.ryuvia.com/v1alpha1", "kind": "Input", "providerNamespace": "terdut-system"}`,
+			observed: map[string]*fnv1.Resource{
+				NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", unavailable),
+				NameService:        observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+				NameServiceAccount: observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "terdut-system", "platform-oncall.terdut-instance", mrReady),
+				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+			},
+			want: want{
+				resources: map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue},
+				status: map[string]any{
+					"endpoint": "http://127.0.0.1:18090", "serviceName": "terdut", "providerConfigName": "platform-oncall.terdut",
+					"credentialsSecretRef": map[string]any{"namespace": "terdut-system", "name": "platform-oncall.terdut-instance-credentials", "key": "token"},
+				},
+				summary: "1 of 4 resources not ready: Deployment platform-oncall/terdut: Available=False MinimumReplicasUnavailable: Deployment does not have minimum availability.",
+			},
+		},
+		"ServerReady": {
+			reason: "everything observed ready",
+			xr:     serverXR,
+			observed: map[string]*fnv1.Resource{
+				NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", available),
+				NameService:        observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+				NameServiceAccount: observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "crossplane-system", "platform-oncall.terdut-instance", mrReady),
+				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+			},
+			want: want{
+				resources: map[string]resource.Ready{NameDeployment: resource.ReadyTrue, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue},
+				summary:   "all 4 resources ready",
+			},
+		},
+		"TeamRefused": {
+			reason: "a Team its server refuses reports why (Synced) in the summary; no team ID yet",
+			xr:     teamXR,
+			observed: map[string]*fnv1.Resource{
+				NameTeam: observed("Team", "terdut.ryuvia.com/v1alpha1", "team-a", "web", mrRefused),
+			},
+			want: want{
+				resources: map[string]resource.Ready{NameTeam: resource.ReadyFalse, "integration-prod-alertmanager": resource.ReadyFalse},
+				status: map[string]any{
+					"providerConfig": "ClusterProviderConfig/platform-oncall.terdut",
+					"webhookSecrets": []any{"web-prod-alertmanager-webhook"},
+				},
+				summary: `2 of 2 resources not ready: Integration team-a/web-prod-alertmanager: not created yet; Team team-a/web: Synced=False ReconcileError: namespace "team-a" is not admitted`,
+			},
+		},
+		"TeamReady": {
+			reason: "the Team's server-side ID reaches the claim",
+			xr:     teamXR,
+			observed: map[string]*fnv1.Resource{
+				NameTeam:                        observed("Team", "terdut.ryuvia.com/v1alpha1", "team-a", "web", `{"atProvider": {"id": 42}, "conditions": [{"type": "Ready", "status": "True"}]}`),
+				"integration-prod-alertmanager": observed("Integration", "terdut.ryuvia.com/v1alpha1", "team-a", "web-prod-alertmanager", mrReady),
+			},
+			want: want{
+				resources: map[string]resource.Ready{NameTeam: resource.ReadyTrue, "integration-prod-alertmanager": resource.ReadyTrue},
+				status:    map[string]any{"teamId": float64(42)},
+				summary:   "all 2 resources ready",
+			},
+		},
+		"NoClaim": {
+			reason: "an XR made directly has no namespace for its resources: a clear error",
+			xr:     strings.Replace(teamXR, `"claimRef"`, `"notClaimRef"`, 1),
+			want:   want{fatal: `XTerdutTeam "web-5xq2z" has no claim: create it as a TerdutTeam in a namespace`},
+		},
+		"BadInput": {
+			reason: "a provider namespace that is no namespace name is refused",
+			xr:     serverXR,
+			input:  `{"apiVersion": "function.terdut.ryuvia.com/v1alpha1", "kind": "Input", "providerNamespace": "Crossplane System"}`,
+			want:   want{fatal: `the provider namespace "Crossplane System" in the function's input is not a valid namespace name`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := &fnv1.RunFunctionRequest{
+				Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(tc.xr)}, Resources: tc.observed},
+				Desired:  &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(tc.xr)}},
+			}
+			if tc.input != "" {
+				req.Input = resource.MustStructJSON(tc.input)
+			}
+			rsp, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), req)
+			if err != nil {
+				t.Fatalf("%s\nRunFunction: %v", tc.reason, err)
+			}
+			var fatal string
+			for _, r := range rsp.GetResults() {
+				if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
+					fatal = r.GetMessage()
+				}
+			}
+			if tc.want.fatal != "" || fatal != "" {
+				if !strings.Contains(fatal, tc.want.fatal) || tc.want.fatal == "" {
+					t.Errorf("%s\nfatal result %q, want one containing %q", tc.reason, fatal, tc.want.fatal)
+				}
+				return
+			}
+			got := map[string]resource.Ready{}
+			for n, r := range rsp.GetDesired().GetResources() {
+				switch r.GetReady() {
+				case fnv1.Ready_READY_TRUE:
+					got[n] = resource.ReadyTrue
+				case fnv1.Ready_READY_FALSE:
+					got[n] = resource.ReadyFalse
+				default:
+					got[n] = resource.ReadyUnspecified
+				}
+			}
+			if diff := cmp.Diff(tc.want.resources, got); diff != "" {
+				t.Errorf("%s\ndesired resources and readiness: -want, +got:\n%s", tc.reason, diff)
+			}
+			st := rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
+			if st["summary"] != tc.want.summary {
+				t.Errorf("%s\nsummary:\n got %q\nwant %q", tc.reason, st["summary"], tc.want.summary)
+			}
+			for k, v := range tc.want.status {
+				if diff := cmp.Diff(v, st[k]); diff != "" {
+					t.Errorf("%s\nstatus.%s: -want, +got:\n%s", tc.reason, k, diff)
+				}
+			}
+		})
+	}
+}
+
+// The composed resources carry no status and no zero values the function
+// has no opinion on: Crossplane's server-side apply would own them.
+func TestDesiredIsPruned(t *testing.T) {
+	req := &fnv1.RunFunctionRequest{
+		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(serverXR)}},
+		Desired:  &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(serverXR)}},
+	}
+	rsp, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := rsp.GetDesired().GetResources()[NameDeployment].GetResource().AsMap()
+	if _, ok := d["status"]; ok {
+		t.Error("the desired Deployment has a status")
+	}
+	c := d["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	probe := c["livenessProbe"].(map[string]any)
+	for _, f := range []string{"successThreshold", "timeoutSeconds"} {
+		if _, ok := probe[f]; ok {
+			t.Errorf("the liveness probe sets %s: %v", f, probe[f])
+		}
+	}
+	if _, ok := d["metadata"].(map[string]any)["creationTimestamp"]; ok {
+		t.Error("the desired Deployment sets metadata.creationTimestamp")
+	}
+	if got := d["spec"].(map[string]any)["replicas"]; got != float64(0) {
+		t.Errorf("replicas: %v, want 0 (set, even though zero)", got)
+	}
+}

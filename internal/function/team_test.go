@@ -1,0 +1,106 @@
+package function
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	platform "git.ryuvia.com/niklas/provider-terdut/apis/platform/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+)
+
+func TestTeamProviderConfig(t *testing.T) {
+	n := TeamNames{Namespace: "team-a", Name: "web"}
+	cases := map[string]struct {
+		reason string
+		spec   platform.XTerdutTeamSpec
+		want   xpv2.ProviderConfigReference
+	}{
+		"ServerRefOtherNamespace": {
+			reason: "a serverRef names the ClusterProviderConfig its TerdutServer composes",
+			spec:   platform.XTerdutTeamSpec{ServerRef: &platform.ServerRef{Name: "terdut", Namespace: "platform-oncall"}},
+			want:   xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "platform-oncall.terdut"},
+		},
+		"ServerRefOwnNamespace": {
+			reason: "a serverRef without a namespace means the team's own",
+			spec:   platform.XTerdutTeamSpec{ServerRef: &platform.ServerRef{Name: "terdut"}},
+			want:   xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "team-a.terdut"},
+		},
+		"ProviderConfigRef": {
+			reason: "a providerConfigRef is used as given",
+			spec:   platform.XTerdutTeamSpec{ProviderConfigRef: &platform.ProviderConfigRef{Kind: "ProviderConfig", Name: "mine"}},
+			want:   xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "mine"},
+		},
+		"Neither": {
+			reason: "without either, the ClusterProviderConfig default",
+			want:   xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(&tc.want, TeamProviderConfig(n, &tc.spec)); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestTeam(t *testing.T) {
+	n := TeamNames{Namespace: "team-a", Name: "web"}
+	levels := []v1alpha1.EscalationLevel{
+		{Timeout: "5m", Targets: []v1alpha1.EscalationTarget{{Kind: "oncall"}}},
+		{Timeout: "15m", Targets: []v1alpha1.EscalationTarget{{Kind: "user", Username: "alice"}}},
+	}
+	spec := &platform.XTerdutTeamSpec{
+		ServerRef:        &platform.ServerRef{Name: "terdut", Namespace: "platform-oncall"},
+		DisplayName:      "Web",
+		OIDC:             &v1alpha1.TeamOIDC{MemberGroup: "web-members", OwnerGroup: "web-owners"},
+		EscalationPolicy: &platform.EscalationPolicy{RepeatCount: 2, FallbackTopic: "web-oncall", Levels: levels},
+		DeadmanSwitches:  []platform.DeadmanSwitch{{Name: "prod-watchdog", Matcher: "alertname=Watchdog,cluster=prod", Timeout: "15m", Severity: "critical"}},
+		Integrations:     []platform.Integration{{Name: "prod-alertmanager", Kind: "alertmanager"}, {Name: "grafana", Kind: "grafana"}},
+	}
+	pc := func() xpv2.ManagedResourceSpec {
+		return xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "platform-oncall.terdut"}}
+	}
+	tm := func(kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: kind}
+	}
+	om := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "team-a", Name: name} }
+	ref := &xpv2.Reference{Name: "web"}
+	integration := func(name, kind string) *v1alpha1.Integration {
+		ms := pc()
+		ms.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "web-" + name + "-webhook"}
+		return &v1alpha1.Integration{TypeMeta: tm("Integration"), ObjectMeta: om("web-" + name), Spec: v1alpha1.IntegrationSpec{
+			ManagedResourceSpec: ms, ForProvider: v1alpha1.IntegrationParameters{TeamIDRef: ref, Kind: kind, Name: name},
+		}}
+	}
+	want := []Composed{
+		{Name: "team", Object: &v1alpha1.Team{TypeMeta: tm("Team"), ObjectMeta: om("web"), Spec: v1alpha1.TeamSpec{
+			ManagedResourceSpec: pc(), ForProvider: v1alpha1.TeamParameters{DisplayName: "Web", OIDC: &v1alpha1.TeamOIDC{MemberGroup: "web-members", OwnerGroup: "web-owners"}},
+		}}},
+		{Name: "escalation-policy", Object: &v1alpha1.EscalationPolicy{TypeMeta: tm("EscalationPolicy"), ObjectMeta: om("web"), Spec: v1alpha1.EscalationPolicySpec{
+			ManagedResourceSpec: pc(), ForProvider: v1alpha1.EscalationPolicyParameters{TeamIDRef: ref, RepeatCount: 2, FallbackTopic: "web-oncall", Levels: levels},
+		}}},
+		{Name: "switch-prod-watchdog", Object: &v1alpha1.DeadmanSwitch{TypeMeta: tm("DeadmanSwitch"), ObjectMeta: om("web-prod-watchdog"), Spec: v1alpha1.DeadmanSwitchSpec{
+			ManagedResourceSpec: pc(), ForProvider: v1alpha1.DeadmanSwitchParameters{TeamIDRef: ref, Name: "prod-watchdog", Matcher: "alertname=Watchdog,cluster=prod", Timeout: "15m", Severity: "critical"},
+		}}},
+		{Name: "integration-prod-alertmanager", Object: integration("prod-alertmanager", "alertmanager")},
+		{Name: "integration-grafana", Object: integration("grafana", "grafana")},
+	}
+	if diff := cmp.Diff(want, Team(n, spec)); diff != "" {
+		t.Errorf("Team(...): -want, +got:\n%s", diff)
+	}
+	st := TeamStatus(n, spec)
+	wantSt := platform.XTerdutTeamStatus{ProviderConfig: "ClusterProviderConfig/platform-oncall.terdut", WebhookSecrets: []string{"web-prod-alertmanager-webhook", "web-grafana-webhook"}}
+	if diff := cmp.Diff(wantSt, st); diff != "" {
+		t.Errorf("TeamStatus(...): -want, +got:\n%s", diff)
+	}
+
+	// A team alone composes only its Team.
+	if got := Team(n, &platform.XTerdutTeamSpec{DisplayName: "Solo"}); len(got) != 1 || got[0].Name != NameTeam {
+		t.Errorf("a team without policy, switches or integrations composed %d resources, want only the Team", len(got))
+	}
+}
