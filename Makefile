@@ -9,29 +9,32 @@ OUT := _output/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X git.ryuvia.com/niklas/provider-terdut/internal/version.Version=$(VERSION)
 
-.PHONY: all build generate check-generate lint unit e2e test bench dev dev-down cluster-build
+.PHONY: all build generate check-generate lint unit render packages e2e test bench dev dev-down cluster-build
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(OUT)/provider ./cmd/provider
 	$(GO) build -o $(OUT)/terdut-double ./cmd/terdut-double
+	$(GO) build -o $(OUT)/function ./cmd/function
 
-## generate: deepcopy, managed methods and CRDs (package/provider/crds) from apis/.
+## generate: deepcopy, managed methods and CRDs (package/provider/crds) from
+## apis/, and the XRDs (package/configuration/apis) from apis/platform.
 generate:
 	$(GO) generate ./...
 
 ## check-generate: fail when the committed generated code is stale.
 check-generate: generate
-	@if [ -n "$$(git status --porcelain -- apis package/provider/crds)" ]; then \
+	@if [ -n "$$(git status --porcelain -- apis package/provider/crds package/configuration/apis)" ]; then \
 		echo "Generated code is stale; run 'make generate' and commit:"; \
-		git status --porcelain -- apis package/provider/crds; exit 1; \
+		git status --porcelain -- apis package/provider/crds package/configuration/apis; exit 1; \
 	fi
 	@echo "generated code is up to date"
 
 lint:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/...
+	$(GO) vet -tags render ./test/...
 	$(STATICCHECK) ./...
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
 	@if git grep -n 'err[.]Error() ==' -- '*.go' ':!*_test.go'; then echo "compare errors with errors.As, not strings"; exit 1; fi
@@ -42,11 +45,27 @@ lint:
 unit:
 	$(GO) test -count=1 ./...
 
+## render: `crossplane render` of the Compositions against the composition
+## function, compared with golden files (test/render/testdata/*/want.yaml;
+## `make render UPDATE=1` rewrites them).
+render: cluster-build
+	CRANK=$$(cluster/local/local.sh path crank) $(GO) test -tags render -count=1 ./test/render/... $(if $(UPDATE),-args -update)
+
+## packages: build the provider, function and Configuration packages
+## (_output/xpkg/*.xpkg) with `crossplane xpkg build`.
+packages: cluster-build
+	@mkdir -p _output/xpkg
+	@crank=$$(cluster/local/local.sh path crank); set -e; \
+	for p in provider function configuration; do \
+		$$crank xpkg build --package-root=package/$$p -o _output/xpkg/$$p-terdut.xpkg; \
+		echo "package/$$p -> _output/xpkg/$$p-terdut.xpkg ($$(stat -c %s _output/xpkg/$$p-terdut.xpkg) bytes)"; \
+	done
+
 ## e2e: the end-to-end suite against a real kube-apiserver + Crossplane core.
 e2e: cluster-build
 	$(GO) test -tags e2e -count=1 -timeout 60m -v ./test/e2e/...
 
-test: check-generate lint unit e2e
+test: check-generate lint unit render packages e2e
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...

@@ -7,6 +7,10 @@
 #   local.sh up       start everything; writes $RUN/kubeconfig
 #   local.sh down     stop what `up` started (by PID file, nothing else)
 #   local.sh status   say what runs
+#   local.sh function build and run the composition function (cmd/function)
+#                     with mTLS, registered with Crossplane core as the
+#                     Function ryuvia-function-terdut; needs `up`
+#   local.sh path X   print the cached binary X (crank, crossplane, ...)
 #
 # Environment:
 #   PROVIDER_TERDUT_CACHE  cache folder (default ~/.cache/provider-terdut)
@@ -41,6 +45,12 @@ KCM_PORT=$((10257 + OFF))
 XP_METRICS_PORT=$((18080 + OFF))
 XP_HEALTH_PORT=$((18081 + OFF))
 XP_WEBHOOK_PORT=$((19443 + OFF))
+FN_PORT=$((19444 + OFF))
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# The name Crossplane gives the Function of the Configuration's dependency
+# xpkg.example.com/ryuvia/function-terdut; the Compositions refer to it.
+FN_NAME=ryuvia-function-terdut
 
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 
@@ -313,6 +323,55 @@ cmd_up() {
   step "control plane up: export KUBECONFIG=$RUN/kubeconfig"
 }
 
+# cmd_function runs cmd/function as Crossplane core's composition function.
+# Core dials functions only with mTLS, at the endpoint of an Active
+# FunctionRevision: the function gets a server certificate from core's own
+# CA (the Secret crossplane-root-ca), and the FunctionRevision is made by
+# hand, paused (nothing pulls an image), with the endpoint in its status.
+cmd_function() {
+  local dir=$RUN/function-tls
+  step "composition function: building cmd/function"
+  mkdir -p "$RUN/bin" "$dir"
+  (cd "$ROOT" && go build -o "$RUN/bin/function" ./cmd/function)
+
+  step "composition function: server certificate for 127.0.0.1 from crossplane-root-ca"
+  local k
+  for k in tls.crt tls.key; do
+    kc -n crossplane-system get secret crossplane-root-ca -o "jsonpath={.data.${k//./\\.}}" | base64 -d >"$dir/ca-$k"
+  done
+  chmod 600 "$dir/ca-tls.key"
+  mv "$dir/ca-tls.crt" "$dir/ca.crt"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$FN_NAME" \
+    -keyout "$dir/tls.key" -out "$dir/tls.csr" 2>/dev/null
+  openssl x509 -req -in "$dir/tls.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca-tls.key" -CAcreateserial -days 30 \
+    -extfile <(printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n') -out "$dir/tls.crt" 2>/dev/null
+  rm -f "$dir/ca-tls.key" "$dir/tls.csr" "$dir/ca.srl"
+  chmod 600 "$dir/tls.key"
+
+  start function "$RUN/bin/function" --address "127.0.0.1:$FN_PORT" --tls-server-certs-dir "$dir"
+  wait_for "the composition function" 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$FN_PORT"
+
+  step "FunctionRevision $FN_NAME -> 127.0.0.1:$FN_PORT"
+  kc apply -f - >/dev/null <<YAML
+apiVersion: pkg.crossplane.io/v1
+kind: FunctionRevision
+metadata:
+  name: $FN_NAME-local
+  labels:
+    pkg.crossplane.io/package: $FN_NAME
+  annotations:
+    crossplane.io/paused: "true"
+spec:
+  desiredState: Active
+  image: xpkg.example.com/ryuvia/function-terdut:v0.1.0
+  revision: 1
+  ignoreCrossplaneConstraints: true
+  skipDependencyResolution: true
+YAML
+  kc patch functionrevision "$FN_NAME-local" --subresource=status --type=merge \
+    -p "{\"status\":{\"endpoint\":\"127.0.0.1:$FN_PORT\",\"capabilities\":[\"composition\"]}}" >/dev/null
+}
+
 # stop NAME: SIGTERM the PID in NAME's PID file, SIGKILL after 10 s.
 stop() {
   local name=$1 f=$RUN/$1.pid
@@ -362,10 +421,22 @@ case ${1:-} in
 build) cmd_build ;;
 up) cmd_up ;;
 down) cmd_down ;;
+function) cmd_function ;;
 status) cmd_status ;;
 env) echo "export KUBECONFIG=$RUN/kubeconfig" ;;
+path)
+  case ${2:-} in
+  crank) echo "$CRANK" ;;
+  crossplane) echo "$CROSSPLANE" ;;
+  etcd) echo "$ETCD" ;;
+  kube-apiserver) echo "$APISERVER" ;;
+  kube-controller-manager) echo "$KCM" ;;
+  registry) echo "$REGISTRY" ;;
+  *) echo "usage: $0 path crank|crossplane|etcd|kube-apiserver|kube-controller-manager|registry" >&2; exit 2 ;;
+  esac
+  ;;
 *)
-  echo "usage: $0 build|up|down|status|env" >&2
+  echo "usage: $0 build|up|down|function|status|env|path" >&2
   exit 2
   ;;
 esac
