@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
@@ -93,6 +94,7 @@ func setup() (int, error) {
 	}
 	s := runtime.NewScheme()
 	_ = corev1.AddToScheme(s)
+	_ = appsv1.AddToScheme(s)
 	_ = v1alpha1.AddToScheme(s)
 	if env.kube, err = client.New(cfg, client.Options{Scheme: s}); err != nil {
 		return 1, err

@@ -108,7 +108,7 @@ type Image struct {
 }
 
 // Networking of the server.
-// +kubebuilder:validation:XValidation:rule="size(self.gatewayListener) == 0 || size(self.hostname) > 0",message="networking.gatewayListener needs networking.hostname"
+// +kubebuilder:validation:XValidation:rule="!has(self.gatewayListener) || size(self.gatewayListener) == 0 || (has(self.hostname) && size(self.hostname) > 0)",message="networking.gatewayListener needs networking.hostname"
 type Networking struct {
 	// Hostname the server is reached at from outside; it is the server's
 	// public URL and the HTTPRoute's hostname.
@@ -261,7 +261,7 @@ type Notify struct {
 }
 
 // OIDC login.
-// +kubebuilder:validation:XValidation:rule="!self.enabled || (size(self.issuer) > 0 && size(self.clientID) > 0 && has(self.clientSecretRef))",message="oidc.enabled needs oidc.issuer, oidc.clientID and oidc.clientSecretRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || (has(self.issuer) && size(self.issuer) > 0 && has(self.clientID) && size(self.clientID) > 0 && has(self.clientSecretRef))",message="oidc.enabled needs oidc.issuer, oidc.clientID and oidc.clientSecretRef"
 type OIDC struct {
 	// Enabled turns OIDC login on.
 	// +optional

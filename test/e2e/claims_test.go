@@ -1,0 +1,294 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+// claim is what the suite reads of a claim.
+type claim struct {
+	Status struct {
+		Conditions []struct {
+			Type, Status, Reason, Message string
+		} `json:"conditions"`
+		Endpoint           string   `json:"endpoint"`
+		ProviderConfigName string   `json:"providerConfigName"`
+		TeamID             int64    `json:"teamId"`
+		WebhookSecrets     []string `json:"webhookSecrets"`
+		Summary            string   `json:"summary"`
+	} `json:"status"`
+}
+
+func getClaim(ns, kind, name string) (*claim, error) {
+	out, err := kubectlOut(nil, "-n", ns, "get", kind, name, "-o", "json")
+	if err != nil {
+		return nil, err
+	}
+	c := &claim{}
+	return c, json.Unmarshal([]byte(out), c)
+}
+
+// claimReady waits until the claim is Synced and Ready, saying on timeout
+// what its summary still waits for.
+func claimReady(t *testing.T, ns, kind, name string) *claim {
+	t.Helper()
+	var c *claim
+	eventually(t, 4*time.Minute, fmt.Sprintf("%s %s/%s Synced and Ready", kind, ns, name), func() string {
+		var err error
+		if c, err = getClaim(ns, kind, name); err != nil {
+			return err.Error()
+		}
+		got := map[string]string{}
+		for _, cd := range c.Status.Conditions {
+			got[cd.Type] = cd.Status + " " + cd.Reason + " " + cd.Message
+		}
+		if !strings.HasPrefix(got["Synced"], "True") || !strings.HasPrefix(got["Ready"], "True") {
+			return fmt.Sprintf("Synced %q, Ready %q; summary: %s", got["Synced"], got["Ready"], c.Status.Summary)
+		}
+		return ""
+	})
+	return c
+}
+
+// gone waits until `kubectl get ARGS` finds nothing.
+func gone(t *testing.T, what string, args ...string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, what+" gone", func() string {
+		out, err := kubectlOut(nil, append([]string{"get", "--ignore-not-found", "-o", "name"}, args...)...)
+		if err != nil {
+			return err.Error()
+		}
+		if s := strings.TrimSpace(out); s != "" {
+			return "still there: " + strings.ReplaceAll(s, "\n", ", ")
+		}
+		return ""
+	})
+}
+
+// TestClaims: TerdutServer and TerdutTeam claims composed by the project's
+// composition function, which Crossplane core calls over mTLS.
+func TestClaims(t *testing.T) {
+	scenario(t, "the composition function runs with mTLS as FunctionRevision ryuvia-function-terdut; the Configuration's XRDs and Compositions are installed")
+	if err := sh(filepath.Join(env.root, "cluster/local/local.sh"), "function"); err != nil {
+		t.Fatal(err)
+	}
+	apis := filepath.Join(env.root, "package/configuration/apis")
+	if err := kubectl(nil, "apply", "-f", apis); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"established", "offered"} {
+		if err := kubectl(nil, "wait", "--for", "condition="+c, "--timeout=120s", "compositeresourcedefinition", "--all"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	scenario(t, "bad claims are refused by the XRDs' validation, with the reason")
+	namespace(t, "claims-validation", map[string]string{})
+	bad := map[string]string{
+		"dsn and postgresClusterRef": `apiVersion: platform.terdut.ryuvia.com/v1alpha1
+kind: TerdutServer
+metadata: {name: both, namespace: claims-validation}
+spec:
+  database:
+    dsn: postgres://terdut@db:5432/terdut
+    passwordSecretRef: {name: db, key: password}
+    postgresClusterRef: {name: pg}
+`,
+		"a password in the DSN": `apiVersion: platform.terdut.ryuvia.com/v1alpha1
+kind: TerdutServer
+metadata: {name: pw, namespace: claims-validation}
+spec:
+  database:
+    dsn: postgres://terdut:hunter2@db:5432/terdut
+    passwordSecretRef: {name: db, key: password}
+`,
+		"Selector without a selector": `apiVersion: platform.terdut.ryuvia.com/v1alpha1
+kind: TerdutServer
+metadata: {name: sel, namespace: claims-validation}
+spec:
+  database: {postgresClusterRef: {name: pg}}
+  allowedTeams: {namespaces: {from: Selector}}
+`,
+		"serverRef and providerConfigRef": `apiVersion: platform.terdut.ryuvia.com/v1alpha1
+kind: TerdutTeam
+metadata: {name: two, namespace: claims-validation}
+spec:
+  displayName: Two
+  serverRef: {name: terdut}
+  providerConfigRef: {name: default}
+`,
+	}
+	wantMsg := map[string]string{
+		"dsn and postgresClusterRef":      "set exactly one of database.dsn",
+		"a password in the DSN":           "database.dsn must not carry a password",
+		"Selector without a selector":     "allowedNamespaces.selector is required when from is Selector",
+		"serverRef and providerConfigRef": "set serverRef or providerConfigRef, not both",
+	}
+	for what, y := range bad {
+		out, err := kubectlOut([]byte(y), "apply", "--dry-run=server", "-f", "-")
+		if err == nil || !strings.Contains(out, wantMsg[what]) {
+			t.Errorf("a claim with %s: err %v, output %q; want a refusal saying %q", what, err, out, wantMsg[what])
+			continue
+		}
+		fmt.Printf("    refused, %s: %q\n", what, wantMsg[what])
+	}
+
+	addrFile := filepath.Join(env.run, "claims.url")
+	fresh := exec.Command(filepath.Join(env.run, "bin", "terdut-double"), "-listen", "127.0.0.1:0", "-fresh", "-addr-file", addrFile)
+	if err := startLogged(fresh, "terdut-double-claims"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFile(addrFile, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := os.ReadFile(addrFile)
+	url := string(u)
+	env.doubles = append(env.doubles, url)
+
+	scenario(t, "a TerdutServer claim in platform-oncall (examples/claims; endpoint -> a fresh double, replicas 0) -> bootstrap ServiceAccount, ClusterProviderConfig, claim Synced and Ready")
+	nsYAML, _ := os.ReadFile(filepath.Join(env.root, "examples/claims/00-namespaces.yaml"))
+	apply(t, string(nsYAML))
+	srv, _ := os.ReadFile(filepath.Join(env.root, "examples/claims/terdutserver.yaml"))
+	// NOTE: no kubelet runs here, so only a Deployment of 0 replicas can
+	// become Available (kube-controller-manager sets it); the server the
+	// provider talks to is the double, through the endpoint override.
+	srvYAML := strings.Replace(string(srv), "  replicas: 1\n", "  replicas: 0\n  endpoint: "+url+"\n", 1)
+	if srvYAML == string(srv) {
+		t.Fatal("examples/claims/terdutserver.yaml no longer has 'replicas: 1' to replace")
+	}
+	apply(t, srvYAML)
+	sc := claimReady(t, "platform-oncall", "terdutserver", "terdut")
+	if sc.Status.Endpoint != url || sc.Status.ProviderConfigName != "platform-oncall.terdut" {
+		t.Errorf("claim status: endpoint %q, providerConfigName %q; want %q, platform-oncall.terdut", sc.Status.Endpoint, sc.Status.ProviderConfigName, url)
+	}
+	fmt.Printf("    server claim: %s\n", sc.Status.Summary)
+	var counts map[string]int
+	_ = adminAt(url, http.MethodGet, "/admin/counters", nil, &counts)
+	if counts["POST /api/bootstrap"] != 1 {
+		t.Errorf("/api/bootstrap called %d times, want 1", counts["POST /api/bootstrap"])
+	}
+	cpc := &v1alpha1.ClusterProviderConfig{}
+	if err := env.kube.Get(t.Context(), types.NamespacedName{Name: "platform-oncall.terdut"}, cpc); err != nil {
+		t.Fatalf("the composed ClusterProviderConfig: %v", err)
+	}
+	if cpc.Spec.Endpoint != url || cpc.Spec.HomeNamespace != "platform-oncall" || cpc.Spec.AllowedNamespaces.From != "Selector" {
+		t.Errorf("ClusterProviderConfig: endpoint %q, home %q, allowed %q", cpc.Spec.Endpoint, cpc.Spec.HomeNamespace, cpc.Spec.AllowedNamespaces.From)
+	}
+	dep := &appsv1.Deployment{}
+	if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: "platform-oncall", Name: "terdut"}, dep); err != nil {
+		t.Fatalf("the composed Deployment: %v", err)
+	}
+	fmt.Printf("    Deployment platform-oncall/terdut: image %s, replicas %d, Available=%s\n",
+		dep.Spec.Template.Spec.Containers[0].Image, *dep.Spec.Replicas, deploymentAvailable(dep))
+
+	scenario(t, "a TerdutTeam claim in team-a on that server -> Team, EscalationPolicy, DeadmanSwitch, Integration Ready; the claim Ready with the team ID")
+	// The example's escalation policy pages alice: she signs up first (a
+	// fresh server has only the bootstrap admin).
+	if err := adminAt(url, http.MethodPost, "/admin/users", terdut.User{Username: "alice"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	team, _ := os.ReadFile(filepath.Join(env.root, "examples/claims/terdutteam.yaml"))
+	apply(t, string(team))
+	tc := claimReady(t, "team-a", "terdutteam", "web")
+	st := stateAt(t, url)
+	var serverTeam *terdut.Team
+	for i := range st.Teams {
+		if st.Teams[i].Name == "Web" {
+			serverTeam = &st.Teams[i]
+		}
+	}
+	if serverTeam == nil || tc.Status.TeamID != serverTeam.ID {
+		t.Fatalf("claim teamId %d; server teams %+v", tc.Status.TeamID, st.Teams)
+	}
+	sec := &corev1.Secret{}
+	if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: "team-a", Name: "web-prod-alertmanager-webhook"}, sec); err != nil {
+		t.Fatalf("the integration's webhook Secret: %v", err)
+	}
+	if len(sec.Data["url"]) == 0 || len(sec.Data["key"]) == 0 {
+		t.Errorf("the webhook Secret has keys %v, want url and key", keys(sec.Data))
+	}
+	fmt.Printf("    team claim: teamId %d, %s; webhook Secret keys %v\n", tc.Status.TeamID, tc.Status.Summary, keys(sec.Data))
+	out, err := kubectlOut(nil, "get", "managed", "-A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("    $ kubectl get managed -A\n%s", indent(out))
+	for _, want := range []string{"serviceaccount.terdut.ryuvia.com/platform-oncall.terdut-instance", "team.terdut.ryuvia.com/web",
+		"escalationpolicy.terdut.ryuvia.com/web", "deadmanswitch.terdut.ryuvia.com/web-prod-watchdog", "integration.terdut.ryuvia.com/web-prod-alertmanager"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get managed does not list %s", want)
+		}
+	}
+	out, _ = kubectlOut(nil, "get", "terdutserver,terdutteam", "-A")
+	fmt.Printf("    $ kubectl get terdutserver,terdutteam -A\n%s", indent(out))
+
+	scenario(t, "deleting the TerdutTeam claim removes its MRs, and its team and team key on the server")
+	if err := kubectl(nil, "-n", "team-a", "delete", "terdutteam", "web", "--wait=true", "--timeout=120s"); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, "team-a's composed MRs", "-n", "team-a", "team,escalationpolicy,deadmanswitch,integration")
+	gone(t, "the XTerdutTeam", "xterdutteam")
+	st = stateAt(t, url)
+	if len(st.Teams) != 0 || len(st.Policies) != 0 || len(st.Switches) != 0 || len(st.Integrations) != 0 {
+		t.Errorf("left on the server: %d teams, %d policies, %d switches, %d integrations", len(st.Teams), len(st.Policies), len(st.Switches), len(st.Integrations))
+	}
+	for _, a := range st.ServiceAccounts {
+		if a.Scope == terdut.ScopeTeam {
+			t.Errorf("team-scoped account %q left on the server", a.Name)
+		}
+	}
+
+	scenario(t, "deleting the TerdutServer claim removes the Deployment, Service, ServiceAccount (and its server-side account), key Secret and ClusterProviderConfig")
+	if err := kubectl(nil, "-n", "platform-oncall", "delete", "terdutserver", "terdut", "--wait=true", "--timeout=120s"); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, "the server's Deployment and Service", "-n", "platform-oncall", "deployment,service", "-l", "app.kubernetes.io/instance=terdut")
+	gone(t, "the bootstrap ServiceAccount", "-n", "crossplane-system", "serviceaccount.terdut.ryuvia.com")
+	gone(t, "the instance key Secret", "-n", "crossplane-system", "secret", "platform-oncall.terdut-instance-credentials")
+	gone(t, "the ClusterProviderConfig", "clusterproviderconfig.terdut.ryuvia.com", "platform-oncall.terdut")
+	gone(t, "the XTerdutServer", "xterdutserver")
+	st = stateAt(t, url)
+	for _, a := range st.ServiceAccounts {
+		t.Errorf("service account %q (%s) left on the server", a.Name, a.Scope)
+	}
+	fmt.Printf("    after deletion the server holds %d teams and %d service accounts\n", len(st.Teams), len(st.ServiceAccounts))
+}
+
+func deploymentAvailable(d *appsv1.Deployment) corev1.ConditionStatus {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+func stateAt(t *testing.T, url string) terdutdouble.State {
+	t.Helper()
+	var s terdutdouble.State
+	if err := adminAt(url, http.MethodGet, "/admin/state", nil, &s); err != nil {
+		t.Fatalf("double state: %v", err)
+	}
+	return s
+}
+
+func indent(s string) string {
+	return "      " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n      ") + "\n"
+}
