@@ -2,8 +2,11 @@
 # make dev: the whole thing on one machine. Builds (or reuses) the control
 # plane, starts it, starts the terdut-server TEST DOUBLE on loopback, installs
 # the provider's CRDs, runs the provider out of cluster against the double,
-# applies the examples, waits for them to be Ready and shows them. It stays
-# up until Ctrl-C; `make dev-down` stops everything from another shell.
+# applies the examples, runs the composition function (mTLS) with the
+# Configuration's XRDs and Compositions, claims a TerdutServer (on a second,
+# fresh double) and a TerdutTeam, waits for all of it to be Ready and shows
+# it. It stays up until Ctrl-C; `make dev-down` stops everything from
+# another shell.
 #
 #   dev.sh up     (make dev)
 #   dev.sh down   (make dev-down)
@@ -18,6 +21,11 @@ PROVIDER_HEALTH_PORT=$((18091 + OFF))
 up() {
   local t0=$SECONDS
   cmd_build
+  # NOTE: every session starts from an empty cluster: the doubles are in
+  # memory, so objects kept from an earlier session would point at servers
+  # that are gone.
+  cmd_down >/dev/null
+  rm -rf "$RUN/etcd"
   cmd_up
   export KUBECONFIG=$RUN/kubeconfig
 
@@ -48,7 +56,36 @@ up() {
   step "waiting for the examples to be Ready"
   kc -n team-a wait --for=condition=Ready --timeout=180s team,escalationpolicy,deadmanswitch,integration --all >/dev/null
 
+  cmd_function
+  step "Configuration: XRDs and Compositions from package/configuration/apis"
+  kc apply -f "$ROOT/package/configuration/apis" >/dev/null 2>&1
+  kc wait --for condition=established --timeout=120s compositeresourcedefinition --all >/dev/null
+  kc wait --for condition=offered --timeout=120s compositeresourcedefinition --all >/dev/null
+
+  # NOTE: the TerdutServer claim's Deployment is real, but no kubelet runs
+  # here: with replicas 0 it is Available; the provider reaches a second,
+  # fresh double (which the claim's bootstrap ServiceAccount registers on)
+  # through the claim's endpoint override.
+  rm -f "$RUN/claims.url"
+  start terdut-double-claims "$RUN/bin/terdut-double" -listen 127.0.0.1:0 -fresh -addr-file "$RUN/claims.url"
+  wait_for terdut-double-claims 10 test -s "$RUN/claims.url"
+  local claims_url
+  claims_url=$(cat "$RUN/claims.url")
+  step "claims: examples/claims (TerdutServer -> $claims_url, replicas 0)"
+  kc apply -f "$ROOT/examples/claims/00-namespaces.yaml" >/dev/null
+  sed -e "s#^  replicas: 1\$#  replicas: 0\n  endpoint: $claims_url#" "$ROOT/examples/claims/terdutserver.yaml" | kc apply -f - >/dev/null
+  step "waiting for the TerdutServer claim to be Ready (the provider bootstraps the fresh server)"
+  kc -n platform-oncall wait --for=condition=Ready --timeout=240s terdutserver/terdut >/dev/null
+  # NOTE: only after the bootstrap: a server with a user is no longer fresh.
+  curl -fsS -X POST -d '{"username":"alice"}' "$claims_url/admin/users" >/dev/null # the team's policy pages alice
+  kc apply -f "$ROOT/examples/claims/terdutteam.yaml" >/dev/null
+  step "waiting for the TerdutTeam claim to be Ready"
+  kc -n team-a wait --for=condition=Ready --timeout=240s terdutteam/web >/dev/null
+
   step "up in $((SECONDS - t0)) s"
+  echo
+  echo "\$ kubectl get terdutserver,terdutteam -A"
+  kc get terdutserver,terdutteam -A
   echo
   echo "\$ kubectl get managed -A"
   kc get managed -A
@@ -60,9 +97,11 @@ on 127.0.0.1. In another shell:
   export KUBECONFIG=$RUN/kubeconfig
   kubectl get managed -A
   kubectl -n team-a describe integration prod-alertmanager
+  kubectl -n team-a describe terdutteam web
   curl -s $url/admin/state        # what the double holds
+  curl -s $claims_url/admin/state      # what the claims' server (a second double) holds
 
-Logs: $RUN/provider.log, $RUN/terdut-double.log
+Logs: $RUN/provider.log, $RUN/terdut-double.log, $RUN/function.log
 Press Ctrl-C to stop everything (or run 'make dev-down' elsewhere).
 MSG
   # Ctrl-C here stops everything; `make dev-down` elsewhere stops this

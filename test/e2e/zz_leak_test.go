@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // TestNoKeyLeaked runs last (this file sorts last): no key the double issued may appear in the
-// provider's log, in any MR's status or in any event.
+// provider's or the composition function's log, in any MR's or composite's
+// status or in any event.
 func TestNoKeyLeaked(t *testing.T) {
-	scenario(t, "no key the double issued appears in the provider log, MR status or events")
+	scenario(t, "no key the double issued appears in the provider or function log, MR or composite status, or events")
 	var issued []string
 	for _, u := range env.doubles {
 		var keys []string
@@ -23,10 +25,12 @@ func TestNoKeyLeaked(t *testing.T) {
 		issued = append(issued, keys...)
 	}
 	log, _ := os.ReadFile(env.providerLog)
+	fnLog, _ := os.ReadFile(filepath.Join(env.run, "function.log"))
 	statuses, _ := kubectlOut(nil, "get", "managed", "-A", "-o", "json")
+	composites, _ := kubectlOut(nil, "get", "composite,claim", "-A", "-o", "json")
 	events, _ := kubectlOut(nil, "get", "events", "-A", "-o", "json")
 	for _, k := range issued {
-		for name, text := range map[string]string{"provider log": string(log), "MR status": statuses, "events": events} {
+		for name, text := range map[string]string{"provider log": string(log), "function log": string(fnLog), "MR status": statuses, "composite status": composites, "events": events} {
 			if strings.Contains(text, k) {
 				t.Errorf("an issued key appears in the %s", name)
 			}
