@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,17 +149,7 @@ spec:
 		fmt.Printf("    refused, %s: %q\n", what, wantMsg[what])
 	}
 
-	addrFile := filepath.Join(env.run, "claims.url")
-	fresh := exec.Command(filepath.Join(env.run, "bin", "terdut-double"), "-listen", "127.0.0.1:0", "-fresh", "-addr-file", addrFile)
-	if err := startLogged(fresh, "terdut-double-claims"); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFile(addrFile, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	u, _ := os.ReadFile(addrFile)
-	url := string(u)
-	env.doubles = append(env.doubles, url)
+	url := freshDouble(t, "claims")
 
 	scenario(t, "a TerdutServer claim in platform-oncall (examples/claims; endpoint -> a fresh double, replicas 0) -> bootstrap ServiceAccount, ClusterProviderConfig, claim Synced and Ready")
 	nsYAML, _ := os.ReadFile(filepath.Join(env.root, "examples/claims/00-namespaces.yaml"))

@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -122,4 +125,22 @@ func deleteAndWait(t *testing.T, mg client.Object) {
 		}
 		return fmt.Sprintf("still there (finalizers %v)", mg.GetFinalizers())
 	})
+}
+
+// freshDouble starts another terdut-server double with no users at all (so
+// only POST /api/bootstrap opens it), logged as terdut-double-NAME, and
+// returns its URL. The leak check covers its keys too.
+func freshDouble(t *testing.T, name string) string {
+	t.Helper()
+	addrFile := filepath.Join(env.run, name+".url")
+	fresh := exec.Command(filepath.Join(env.run, "bin", "terdut-double"), "-listen", "127.0.0.1:0", "-fresh", "-addr-file", addrFile)
+	if err := startLogged(fresh, "terdut-double-"+name); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFile(addrFile, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := os.ReadFile(addrFile)
+	env.doubles = append(env.doubles, string(u))
+	return string(u)
 }

@@ -5,9 +5,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,17 +26,7 @@ import (
 // for children, and a key rotation without a failed request.
 func TestTenancy(t *testing.T) {
 	scenario(t, "a fresh double with no users -> a bootstrap ServiceAccount + a ClusterProviderConfig naming its Secret -> Ready")
-	addrFile := filepath.Join(env.run, "fresh.url")
-	fresh := exec.Command(filepath.Join(env.run, "bin", "terdut-double"), "-listen", "127.0.0.1:0", "-fresh", "-addr-file", addrFile)
-	if err := startLogged(fresh, "terdut-double-fresh"); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFile(addrFile, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	u, _ := os.ReadFile(addrFile)
-	url := string(u)
-	env.doubles = append(env.doubles, url)
+	url := freshDouble(t, "fresh")
 
 	apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
 kind: ClusterProviderConfig
