@@ -238,10 +238,20 @@ func Summarize(out []Composed, observed map[resource.Name]resource.ObservedCompo
 		}
 	}
 	if len(waiting) == 0 {
+		if len(out) == 1 {
+			return "1 resource ready"
+		}
 		return fmt.Sprintf("all %d resources ready", len(out))
 	}
 	sort.Strings(waiting)
-	return fmt.Sprintf("%d of %d resources not ready: %s", len(waiting), len(out), strings.Join(waiting, "; "))
+	return fmt.Sprintf("%d of %s not ready: %s", len(waiting), resources(len(out)), strings.Join(waiting, "; "))
+}
+
+func resources(n int) string {
+	if n == 1 {
+		return "1 resource"
+	}
+	return fmt.Sprintf("%d resources", n)
 }
 
 func kindOf(o any) string {

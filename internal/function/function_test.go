@@ -137,6 +137,14 @@ func TestRunFunction(t *testing.T) {
 				summary:   "all 2 resources ready",
 			},
 		},
+		"TeamAlone": {
+			reason: "one resource, not ready yet: the summary reads right",
+			xr:     strings.Replace(teamXR, `"integrations": [{"name": "prod-alertmanager", "kind": "alertmanager"}]`, `"oidc": {"memberGroup": "web"}`, 1),
+			want: want{
+				resources: map[string]resource.Ready{NameTeam: resource.ReadyFalse},
+				summary:   "1 of 1 resource not ready: Team team-a/web: not created yet",
+			},
+		},
 		"NoClaim": {
 			reason: "an XR made directly has no namespace for its resources: a clear error",
 			xr:     strings.Replace(teamXR, `"claimRef"`, `"notClaimRef"`, 1),

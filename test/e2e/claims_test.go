@@ -228,6 +228,43 @@ spec:
 	out, _ = kubectlOut(nil, "get", "terdutserver,terdutteam", "-A")
 	fmt.Printf("    $ kubectl get terdutserver,terdutteam -A\n%s", indent(out))
 
+	scenario(t, "a TerdutTeam claim in team-c, which the server's allowedTeams does not admit: not Ready, the summary says why; labelling team-c admits it")
+	namespace(t, "team-c", map[string]string{})
+	apply(t, `apiVersion: platform.terdut.ryuvia.com/v1alpha1
+kind: TerdutTeam
+metadata: {name: ops, namespace: team-c}
+spec:
+  serverRef: {name: terdut, namespace: platform-oncall}
+  displayName: Ops
+`)
+	refusal := `does not admit namespace "team-c"`
+	eventually(t, 2*time.Minute, "the team-c claim's summary naming the refusal", func() string {
+		c, err := getClaim("team-c", "terdutteam", "ops")
+		if err != nil {
+			return err.Error()
+		}
+		if !strings.Contains(c.Status.Summary, refusal) {
+			return "summary: " + c.Status.Summary
+		}
+		return ""
+	})
+	rc, _ := getClaim("team-c", "terdutteam", "ops")
+	fmt.Printf("    refused claim: %s\n", rc.Status.Summary)
+	for _, tm := range stateAt(t, url).Teams {
+		if tm.Name == "Ops" {
+			t.Errorf("the refused claim's team exists on the server (ID %d)", tm.ID)
+		}
+	}
+	if err := kubectl(nil, "label", "namespace", "team-c", "terdut.ryuvia.com/oncall-tenant=true"); err != nil {
+		t.Fatal(err)
+	}
+	oc := claimReady(t, "team-c", "terdutteam", "ops")
+	fmt.Printf("    after labelling team-c: teamId %d, %s\n", oc.Status.TeamID, oc.Status.Summary)
+	if err := kubectl(nil, "-n", "team-c", "delete", "terdutteam", "ops", "--wait=true", "--timeout=120s"); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, "team-c's composed MRs", "-n", "team-c", "team,escalationpolicy,deadmanswitch,integration")
+
 	scenario(t, "deleting the TerdutTeam claim removes its MRs, and its team and team key on the server")
 	if err := kubectl(nil, "-n", "team-a", "delete", "terdutteam", "web", "--wait=true", "--timeout=120s"); err != nil {
 		t.Fatal(err)
