@@ -100,6 +100,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		st := ServerStatus(n, &xr.Spec)
 		st.Summary = Summarize(out, observed)
 		status, err = toMap(st)
+		bootstrapped(rsp, n, observed)
 	case platform.XTerdutTeamKind:
 		xr := &platform.XTerdutTeam{}
 		if err := convert(oxr.Resource.Object, xr); err != nil {
@@ -158,6 +159,26 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	log.Debug("composed", "resources", len(out), "summary", status["summary"])
 	return rsp, nil
+}
+
+// TypeBootstrapped is the server claim's condition that the provider holds
+// an instance key for the server (seed §4.1: Ready, DatabaseReady,
+// Bootstrapped).
+const TypeBootstrapped = "Bootstrapped"
+
+// bootstrapped sets the Bootstrapped condition on the composite and its
+// claim from the bootstrap ServiceAccount's readiness.
+func bootstrapped(rsp *fnv1.RunFunctionResponse, n ServerNames, observed map[resource.Name]resource.ObservedComposed) {
+	sa := Composed{Name: NameServiceAccount, Object: &v1alpha1.ServiceAccount{}}
+	if ok, why := Ready(sa, observed); !ok {
+		response.ConditionFalse(rsp, TypeBootstrapped, "Waiting").
+			WithMessage(fmt.Sprintf("ServiceAccount %s/%s: %s", n.ProviderNamespace, n.ServiceAccount(), why)).
+			TargetCompositeAndClaim()
+		return
+	}
+	response.ConditionTrue(rsp, TypeBootstrapped, "Available").
+		WithMessage(fmt.Sprintf("the provider holds an instance key in Secret %s/%s", n.ProviderNamespace, n.CredentialsSecret())).
+		TargetCompositeAndClaim()
 }
 
 // ObservedTeamID is the server-side ID of the composed Team, once its

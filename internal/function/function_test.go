@@ -51,10 +51,11 @@ const (
 
 func TestRunFunction(t *testing.T) {
 	type want struct {
-		fatal     string
-		resources map[string]resource.Ready
-		status    map[string]any
-		summary   string
+		fatal        string
+		bootstrapped string // the Bootstrapped condition's status and reason; "" for none
+		resources    map[string]resource.Ready
+		status       map[string]any
+		summary      string
 	}
 	cases := map[string]struct {
 		reason   string
@@ -72,6 +73,7 @@ func TestRunFunction(t *testing.T) {
 					"endpoint": "http://127.0.0.1:18090", "serviceName": "terdut", "providerConfigName": "platform-oncall.terdut",
 					"credentialsSecretRef": map[string]any{"namespace": "crossplane-system", "name": "platform-oncall.terdut-instance-credentials", "key": "token"},
 				},
+				bootstrapped: "False Waiting",
 				summary: "4 of 4 resources not ready: ClusterProviderConfig platform-oncall.terdut: not created yet; Deployment platform-oncall/terdut: not created yet; " +
 					"Service platform-oncall/terdut: not created yet; ServiceAccount crossplane-system/platform-oncall.terdut-instance: not created yet",
 			},
@@ -92,7 +94,8 @@ func TestRunFunction(t *testing.T) {
 					"endpoint": "http://127.0.0.1:18090", "serviceName": "terdut", "providerConfigName": "platform-oncall.terdut",
 					"credentialsSecretRef": map[string]any{"namespace": "terdut-system", "name": "platform-oncall.terdut-instance-credentials", "key": "token"},
 				},
-				summary: "1 of 4 resources not ready: Deployment platform-oncall/terdut: Available=False MinimumReplicasUnavailable: Deployment does not have minimum availability.",
+				bootstrapped: "True Available",
+				summary:      "1 of 4 resources not ready: Deployment platform-oncall/terdut: Available=False MinimumReplicasUnavailable: Deployment does not have minimum availability.",
 			},
 		},
 		"ServerReady": {
@@ -105,8 +108,9 @@ func TestRunFunction(t *testing.T) {
 				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
 			},
 			want: want{
-				resources: map[string]resource.Ready{NameDeployment: resource.ReadyTrue, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue},
-				summary:   "all 4 resources ready",
+				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyTrue, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue},
+				summary:      "all 4 resources ready",
+				bootstrapped: "True Available",
 			},
 		},
 		"TeamRefused": {
@@ -199,6 +203,17 @@ func TestRunFunction(t *testing.T) {
 			st := rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
 			if st["summary"] != tc.want.summary {
 				t.Errorf("%s\nsummary:\n got %q\nwant %q", tc.reason, st["summary"], tc.want.summary)
+			}
+			cond := ""
+			for _, c := range rsp.GetConditions() {
+				if c.GetType() == TypeBootstrapped && c.GetTarget() == fnv1.Target_TARGET_COMPOSITE_AND_CLAIM {
+					cond = strings.TrimPrefix(c.GetStatus().String(), "STATUS_CONDITION_") + " " + c.GetReason()
+					cond = strings.Replace(cond, "TRUE", "True", 1)
+					cond = strings.Replace(cond, "FALSE", "False", 1)
+				}
+			}
+			if cond != tc.want.bootstrapped {
+				t.Errorf("%s\nBootstrapped condition on composite and claim: %q, want %q", tc.reason, cond, tc.want.bootstrapped)
 			}
 			for k, v := range tc.want.status {
 				if diff := cmp.Diff(v, st[k]); diff != "" {

@@ -167,7 +167,16 @@ spec:
 	if sc.Status.Endpoint != url || sc.Status.ProviderConfigName != "platform-oncall.terdut" {
 		t.Errorf("claim status: endpoint %q, providerConfigName %q; want %q, platform-oncall.terdut", sc.Status.Endpoint, sc.Status.ProviderConfigName, url)
 	}
-	fmt.Printf("    server claim: %s\n", sc.Status.Summary)
+	boot := ""
+	for _, c := range sc.Status.Conditions {
+		if c.Type == "Bootstrapped" {
+			boot = c.Status + ": " + c.Message
+		}
+	}
+	if !strings.HasPrefix(boot, "True") {
+		t.Errorf("the server claim's Bootstrapped condition: %q, want True", boot)
+	}
+	fmt.Printf("    server claim: %s; Bootstrapped=%s\n", sc.Status.Summary, boot)
 	var counts map[string]int
 	_ = adminAt(url, http.MethodGet, "/admin/counters", nil, &counts)
 	if counts["POST /api/bootstrap"] != 1 {
