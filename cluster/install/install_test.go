@@ -49,3 +49,51 @@ func TestNamespaceReadIsGranted(t *testing.T) {
 		t.Errorf("install manifest: service account %v, bound %v, env %v, rule %v", sa, subject, env, rule)
 	}
 }
+
+// TestCrossplaneMayComposeTheServer checks that the Configuration's install
+// manifest grants Crossplane core, through its aggregated ClusterRole, what
+// the TerdutServer composition composes and reads beyond Crossplane's own
+// kinds.
+func TestCrossplaneMayComposeTheServer(t *testing.T) {
+	raw, err := os.ReadFile("configuration.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role struct {
+		Kind     string
+		Metadata struct{ Labels map[string]string }
+		Rules    []struct{ APIGroups, Resources, Verbs []string }
+	}
+	found := false
+	for _, d := range bytes.Split(raw, []byte("\n---\n")) {
+		if err := yaml.Unmarshal(d, &role); err != nil {
+			t.Fatal(err)
+		}
+		if role.Kind == "ClusterRole" {
+			found = true
+			break
+		}
+	}
+	if !found || role.Metadata.Labels["rbac.crossplane.io/aggregate-to-crossplane"] != "true" {
+		t.Fatalf("no ClusterRole aggregated to Crossplane's in configuration.yaml")
+	}
+	need := map[string][]string{
+		"apps/deployments": {"create", "update", "delete"}, "/services": {"create", "update", "delete"},
+		"gateway.networking.k8s.io/httproutes": {"create", "update", "delete"}, "acid.zalan.do/postgresqls": {"get", "list"},
+	}
+	for gr, verbs := range need {
+		ok := false
+		for _, r := range role.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					if g+"/"+res == gr && !slices.ContainsFunc(verbs, func(v string) bool { return !slices.Contains(r.Verbs, v) }) {
+						ok = true
+					}
+				}
+			}
+		}
+		if !ok {
+			t.Errorf("Crossplane is not granted %v on %s", verbs, gr)
+		}
+	}
+}

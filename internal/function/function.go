@@ -101,6 +101,12 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		st.Summary = Summarize(out, observed)
 		status, err = toMap(st)
 		bootstrapped(rsp, n, observed)
+		if r := xr.Spec.Database.PostgresClusterRef; r != nil {
+			if err := databaseReady(req, rsp, n, r); err != nil {
+				response.Fatal(rsp, err)
+				return rsp, nil
+			}
+		}
 	case platform.XTerdutTeamKind:
 		xr := &platform.XTerdutTeam{}
 		if err := convert(oxr.Resource.Object, xr); err != nil {
@@ -179,6 +185,47 @@ func bootstrapped(rsp *fnv1.RunFunctionResponse, n ServerNames, observed map[res
 	response.ConditionTrue(rsp, TypeBootstrapped, "Available").
 		WithMessage(fmt.Sprintf("the provider holds an instance key in Secret %s/%s", n.ProviderNamespace, n.CredentialsSecret())).
 		TargetCompositeAndClaim()
+}
+
+// TypeDatabaseReady is the server claim's condition that its Zalando
+// postgres-operator cluster runs (seed §4.1, §8). A dsn is not checked: the
+// Deployment's readiness probe is that check.
+const TypeDatabaseReady = "DatabaseReady"
+
+// requiredPostgres names the Zalando cluster among the required resources.
+const requiredPostgres = "postgres-cluster"
+
+// databaseReady asks Crossplane for the claim's postgresql cluster and sets
+// DatabaseReady from its status (PostgresClusterStatus "Running").
+func databaseReady(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n ServerNames, r *platform.PostgresClusterRef) error {
+	ns := n.Namespace
+	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredPostgres: {
+		ApiVersion: "acid.zalan.do/v1", Kind: "postgresql", Namespace: &ns,
+		Match: &fnv1.ResourceSelector_MatchName{MatchName: r.Name},
+	}}}
+	what := fmt.Sprintf("postgresql %s/%s", ns, r.Name)
+	found, resolved, err := request.GetRequiredResource(req, requiredPostgres)
+	switch {
+	case err != nil:
+		return errors.Wrapf(err, "cannot read %s", what)
+	case !resolved:
+		response.ConditionUnknown(rsp, TypeDatabaseReady, "Waiting").WithMessage("reading " + what).TargetCompositeAndClaim()
+	case len(found) == 0:
+		response.ConditionFalse(rsp, TypeDatabaseReady, "NotFound").
+			WithMessage(what + " does not exist: create the cluster, or fix database.postgresClusterRef").TargetCompositeAndClaim()
+	default:
+		phase, _, _ := unstructured.NestedString(found[0].Resource.Object, "status", "PostgresClusterStatus")
+		if phase == "Running" {
+			response.ConditionTrue(rsp, TypeDatabaseReady, "Running").WithMessage(what + " is Running").TargetCompositeAndClaim()
+			return nil
+		}
+		if phase == "" {
+			phase = "unknown"
+		}
+		response.ConditionFalse(rsp, TypeDatabaseReady, "ClusterNotRunning").
+			WithMessage(fmt.Sprintf("%s is %s", what, phase)).TargetCompositeAndClaim()
+	}
+	return nil
 }
 
 // ObservedTeamID is the server-side ID of the composed Team, once its

@@ -253,3 +253,73 @@ func TestDesiredIsPruned(t *testing.T) {
 		t.Errorf("replicas: %v, want 0 (set, even though zero)", got)
 	}
 }
+
+func TestDatabaseReady(t *testing.T) {
+	zalando := strings.Replace(serverXR, `"dsn": "postgres://terdut@db:5432/terdut", "passwordSecretRef": {"name": "terdut-db", "key": "password"}`,
+		`"postgresClusterRef": {"name": "terdut-postgres", "user": "terdut", "database": "terdut"}`, 1)
+	cluster := func(status string) *fnv1.Resources {
+		return &fnv1.Resources{Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{"apiVersion": "acid.zalan.do/v1", "kind": "postgresql",
+			"metadata": {"namespace": "platform-oncall", "name": "terdut-postgres"}, "status": {"PostgresClusterStatus": "` + status + `"}}`)}}}
+	}
+	cases := map[string]struct {
+		reason      string
+		xr          string
+		required    map[string]*fnv1.Resources
+		wantRequire bool
+		want        string
+	}{
+		"FirstPass": {
+			reason: "the cluster is asked for; until Crossplane has read it, the condition is Unknown",
+			xr:     zalando, wantRequire: true,
+			want: "STATUS_CONDITION_UNKNOWN Waiting: reading postgresql platform-oncall/terdut-postgres",
+		},
+		"NotFound": {
+			reason:   "a cluster that does not exist is named",
+			xr:       zalando,
+			required: map[string]*fnv1.Resources{requiredPostgres: {}}, wantRequire: true,
+			want: "STATUS_CONDITION_FALSE NotFound: postgresql platform-oncall/terdut-postgres does not exist: create the cluster, or fix database.postgresClusterRef",
+		},
+		"Creating": {
+			reason:   "a cluster the operator is still creating is not ready",
+			xr:       zalando,
+			required: map[string]*fnv1.Resources{requiredPostgres: cluster("Creating")}, wantRequire: true,
+			want: "STATUS_CONDITION_FALSE ClusterNotRunning: postgresql platform-oncall/terdut-postgres is Creating",
+		},
+		"Running": {
+			reason:   "a Running cluster is ready",
+			xr:       zalando,
+			required: map[string]*fnv1.Resources{requiredPostgres: cluster("Running")}, wantRequire: true,
+			want: "STATUS_CONDITION_TRUE Running: postgresql platform-oncall/terdut-postgres is Running",
+		},
+		"DSN": {
+			reason: "a dsn is not checked (the Deployment's readiness probe is that check): nothing asked, no condition",
+			xr:     serverXR,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := &fnv1.RunFunctionRequest{
+				Observed:          &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(tc.xr)}},
+				Desired:           &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(tc.xr)}},
+				RequiredResources: tc.required,
+			}
+			rsp, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sel, asked := rsp.GetRequirements().GetResources()[requiredPostgres]
+			if asked != tc.wantRequire || (asked && (sel.GetKind() != "postgresql" || sel.GetNamespace() != "platform-oncall" || sel.GetMatchName() != "terdut-postgres")) {
+				t.Errorf("%s\nrequirement: %v (asked %t), want asked %t for postgresql platform-oncall/terdut-postgres", tc.reason, sel, asked, tc.wantRequire)
+			}
+			got := ""
+			for _, c := range rsp.GetConditions() {
+				if c.GetType() == TypeDatabaseReady {
+					got = c.GetStatus().String() + " " + c.GetReason() + ": " + c.GetMessage()
+				}
+			}
+			if got != tc.want {
+				t.Errorf("%s\nDatabaseReady:\n got %q\nwant %q", tc.reason, got, tc.want)
+			}
+		})
+	}
+}

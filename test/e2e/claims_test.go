@@ -196,6 +196,64 @@ spec:
 	fmt.Printf("    Deployment platform-oncall/terdut: image %s, replicas %d, Available=%s\n",
 		dep.Spec.Template.Spec.Containers[0].Image, *dep.Spec.Replicas, deploymentAvailable(dep))
 
+	scenario(t, "a TerdutServer on a Zalando cluster: DatabaseReady is False (NotFound) until the postgresql exists and runs, then True")
+	apply(t, postgresqlCRD)
+	if err := kubectl(nil, "wait", "--for", "condition=established", "--timeout=60s", "crd/postgresqls.acid.zalan.do"); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, fmt.Sprintf(`apiVersion: platform.terdut.ryuvia.com/v1alpha1
+kind: TerdutServer
+metadata: {name: zalando, namespace: platform-oncall}
+spec:
+  replicas: 0
+  endpoint: %s
+  database:
+    postgresClusterRef: {name: zalando-pg}
+`, freshDouble(t, "zalando")))
+	dbCondition := func(want string) {
+		t.Helper()
+		eventually(t, 2*time.Minute, "DatabaseReady "+want, func() string {
+			c, err := getClaim("platform-oncall", "terdutserver", "zalando")
+			if err != nil {
+				return err.Error()
+			}
+			for _, cd := range c.Status.Conditions {
+				if cd.Type == "DatabaseReady" {
+					if got := cd.Status + " " + cd.Reason; got != want {
+						return "DatabaseReady is " + got + ": " + cd.Message
+					}
+					fmt.Printf("    DatabaseReady=%s %s: %s\n", cd.Status, cd.Reason, cd.Message)
+					return ""
+				}
+			}
+			return "no DatabaseReady condition yet"
+		})
+	}
+	dbCondition("False NotFound")
+	apply(t, `apiVersion: acid.zalan.do/v1
+kind: postgresql
+metadata: {name: zalando-pg, namespace: platform-oncall}
+spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {terdut: terdut}}
+`)
+	if err := kubectl(nil, "-n", "platform-oncall", "patch", "postgresql", "zalando-pg", "--subresource=status", "--type=merge",
+		"-p", `{"status":{"PostgresClusterStatus":"Running"}}`); err != nil {
+		t.Fatal(err)
+	}
+	dbCondition("True Running")
+	zdep := &appsv1.Deployment{}
+	if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: "platform-oncall", Name: "zalando"}, zdep); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range zdep.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "PGPASSWORD" && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != "terdut.zalando-pg.credentials.postgresql.acid.zalan.do") {
+			t.Errorf("PGPASSWORD comes from %+v, want the operator's Secret terdut.zalando-pg.credentials.postgresql.acid.zalan.do", e.ValueFrom)
+		}
+	}
+	if err := kubectl(nil, "-n", "platform-oncall", "delete", "terdutserver", "zalando", "--wait=true", "--timeout=120s"); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, "the zalando server's ClusterProviderConfig", "clusterproviderconfig.terdut.ryuvia.com", "platform-oncall.zalando")
+
 	scenario(t, "a TerdutTeam claim in team-a on that server -> Team, EscalationPolicy, DeadmanSwitch, Integration Ready; the claim Ready with the team ID")
 	// The example's escalation policy pages alice: she signs up first (a
 	// fresh server has only the bootstrap admin).
@@ -327,3 +385,21 @@ func stateAt(t *testing.T, url string) terdutdouble.State {
 func indent(s string) string {
 	return "      " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n      ") + "\n"
 }
+
+// postgresqlCRD stands in for postgres-operator's CRD: enough for a
+// postgresql object with a status.
+const postgresqlCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: postgresqls.acid.zalan.do}
+spec:
+  group: acid.zalan.do
+  names: {kind: postgresql, listKind: postgresqlList, plural: postgresqls, singular: postgresql}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`

@@ -3,7 +3,8 @@
 // Package render runs `crossplane render` (crank) over the Compositions in
 // package/configuration against the composition function run locally, and
 // compares what it renders with golden files: testdata/<case>/xr.yaml (and
-// observed.yaml, the observed composed resources, if any) -> want.yaml.
+// observed.yaml, the observed composed resources, and required.yaml, the
+// resources the function asks for, if any) -> want.yaml.
 // Cases named server-* use the XTerdutServer XRD and Composition, team-* the
 // XTerdutTeam ones. `make render` runs it; -update rewrites the golden files.
 package render
@@ -55,6 +56,9 @@ func TestRender(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, "observed.yaml")); err == nil {
 				args = append(args, "--observed-resources="+filepath.Join(dir, "observed.yaml"))
+			}
+			if _, err := os.Stat(filepath.Join(dir, "required.yaml")); err == nil {
+				args = append(args, "--required-resources="+filepath.Join(dir, "required.yaml"))
 			}
 			var stdout, stderr bytes.Buffer
 			cmd := exec.Command(crank, args...)
