@@ -8,17 +8,12 @@ package function
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"sort"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/errors"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -28,7 +23,6 @@ import (
 	"github.com/crossplane/function-sdk-go/response"
 
 	platform "git.ryuvia.com/niklas/provider-terdut/apis/platform/v1alpha1"
-	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 )
 
 const (
@@ -84,45 +78,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	log := f.Log.WithValues("xr", oxr.Resource.GetName(), "claim", claim.Namespace+"/"+claim.Name)
 
-	var (
-		out    []Composed
-		status map[string]any
-	)
-	switch kind {
-	case platform.XTerdutServerKind:
-		xr := &platform.XTerdutServer{}
-		if err := convert(oxr.Resource.Object, xr); err != nil {
-			response.Fatal(rsp, errors.Wrapf(err, errDecode, kind))
-			return rsp, nil
-		}
-		n := ServerNames{Namespace: claim.Namespace, Name: claim.Name, ProviderNamespace: in.ProviderNamespace}
-		out = Server(n, &xr.Spec)
-		st := ServerStatus(n, &xr.Spec)
-		st.Summary = Summarize(out, observed)
-		status, err = toMap(st)
-		bootstrapped(rsp, n, observed)
-		if r := xr.Spec.Database.PostgresClusterRef; r != nil {
-			if err := databaseReady(req, rsp, n, r); err != nil {
-				response.Fatal(rsp, err)
-				return rsp, nil
-			}
-		}
-	case platform.XTerdutTeamKind:
-		xr := &platform.XTerdutTeam{}
-		if err := convert(oxr.Resource.Object, xr); err != nil {
-			response.Fatal(rsp, errors.Wrapf(err, errDecode, kind))
-			return rsp, nil
-		}
-		n := TeamNames{Namespace: claim.Namespace, Name: claim.Name}
-		out = Team(n, &xr.Spec)
-		st := TeamStatus(n, &xr.Spec)
-		st.TeamID = ObservedTeamID(observed)
-		st.Summary = Summarize(out, observed)
-		status, err = toMap(st)
-	default:
-		response.Fatal(rsp, errors.Errorf("cannot compose a %s: this function composes %s and %s", kind, platform.XTerdutServerKind, platform.XTerdutTeamKind))
-		return rsp, nil
-	}
+	out, status, err := compose(req, rsp, oxr.Resource.Object, kind, claim.Namespace, claim.Name, in, observed)
 	if err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
@@ -167,180 +123,43 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	return rsp, nil
 }
 
-// TypeBootstrapped is the server claim's condition that the provider holds
-// an instance key for the server (seed §4.1: Ready, DatabaseReady,
-// Bootstrapped).
-const TypeBootstrapped = "Bootstrapped"
-
-// bootstrapped sets the Bootstrapped condition on the composite and its
-// claim from the bootstrap ServiceAccount's readiness.
-func bootstrapped(rsp *fnv1.RunFunctionResponse, n ServerNames, observed map[resource.Name]resource.ObservedComposed) {
-	sa := Composed{Name: NameServiceAccount, Object: &v1alpha1.ServiceAccount{}}
-	if ok, why := Ready(sa, observed); !ok {
-		response.ConditionFalse(rsp, TypeBootstrapped, "Waiting").
-			WithMessage(fmt.Sprintf("ServiceAccount %s/%s: %s", n.ProviderNamespace, n.ServiceAccount(), why)).
-			TargetCompositeAndClaim()
-		return
-	}
-	response.ConditionTrue(rsp, TypeBootstrapped, "Available").
-		WithMessage(fmt.Sprintf("the provider holds an instance key in Secret %s/%s", n.ProviderNamespace, n.CredentialsSecret())).
-		TargetCompositeAndClaim()
-}
-
-// TypeDatabaseReady is the server claim's condition that its Zalando
-// postgres-operator cluster runs (seed §4.1, §8). A dsn is not checked: the
-// Deployment's readiness probe is that check.
-const TypeDatabaseReady = "DatabaseReady"
-
-// requiredPostgres names the Zalando cluster among the required resources.
-const requiredPostgres = "postgres-cluster"
-
-// databaseReady asks Crossplane for the claim's postgresql cluster and sets
-// DatabaseReady from its status (PostgresClusterStatus "Running").
-func databaseReady(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n ServerNames, r *platform.PostgresClusterRef) error {
-	ns := n.Namespace
-	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredPostgres: {
-		ApiVersion: "acid.zalan.do/v1", Kind: "postgresql", Namespace: &ns,
-		Match: &fnv1.ResourceSelector_MatchName{MatchName: r.Name},
-	}}}
-	what := fmt.Sprintf("postgresql %s/%s", ns, r.Name)
-	found, resolved, err := request.GetRequiredResource(req, requiredPostgres)
-	switch {
-	case err != nil:
-		return errors.Wrapf(err, "cannot read %s", what)
-	case !resolved:
-		response.ConditionUnknown(rsp, TypeDatabaseReady, "Waiting").WithMessage("reading " + what).TargetCompositeAndClaim()
-	case len(found) == 0:
-		response.ConditionFalse(rsp, TypeDatabaseReady, "NotFound").
-			WithMessage(what + " does not exist: create the cluster, or fix database.postgresClusterRef").TargetCompositeAndClaim()
+// compose renders the composite of the given kind, claimed as
+// namespace/name: the resources it composes and its status. It sets the
+// server's conditions on rsp.
+func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj map[string]any, kind, namespace, name string, in *Input, observed map[resource.Name]resource.ObservedComposed) ([]Composed, map[string]any, error) {
+	switch kind {
+	case platform.XTerdutServerKind:
+		xr := &platform.XTerdutServer{}
+		if err := convert(obj, xr); err != nil {
+			return nil, nil, errors.Wrapf(err, errDecode, kind)
+		}
+		n := ServerNames{Namespace: namespace, Name: name, ProviderNamespace: in.ProviderNamespace}
+		out := Server(n, &xr.Spec)
+		st := ServerStatus(n, &xr.Spec)
+		st.Summary = Summarize(out, observed)
+		bootstrapped(rsp, n, observed)
+		if r := xr.Spec.Database.PostgresClusterRef; r != nil {
+			if err := databaseReady(req, rsp, n, r); err != nil {
+				return nil, nil, err
+			}
+		}
+		status, err := toMap(st)
+		return out, status, err
+	case platform.XTerdutTeamKind:
+		xr := &platform.XTerdutTeam{}
+		if err := convert(obj, xr); err != nil {
+			return nil, nil, errors.Wrapf(err, errDecode, kind)
+		}
+		n := TeamNames{Namespace: namespace, Name: name}
+		out := Team(n, &xr.Spec)
+		st := TeamStatus(n, &xr.Spec)
+		st.TeamID = ObservedTeamID(observed)
+		st.Summary = Summarize(out, observed)
+		status, err := toMap(st)
+		return out, status, err
 	default:
-		phase, _, _ := unstructured.NestedString(found[0].Resource.Object, "status", "PostgresClusterStatus")
-		if phase == "Running" {
-			response.ConditionTrue(rsp, TypeDatabaseReady, "Running").WithMessage(what + " is Running").TargetCompositeAndClaim()
-			return nil
-		}
-		if phase == "" {
-			phase = "unknown"
-		}
-		response.ConditionFalse(rsp, TypeDatabaseReady, "ClusterNotRunning").
-			WithMessage(fmt.Sprintf("%s is %s", what, phase)).TargetCompositeAndClaim()
+		return nil, nil, errors.Errorf("cannot compose a %s: this function composes %s and %s", kind, platform.XTerdutServerKind, platform.XTerdutTeamKind)
 	}
-	return nil
-}
-
-// ObservedTeamID is the server-side ID of the composed Team, once its
-// provider has created it; 0 before.
-func ObservedTeamID(observed map[resource.Name]resource.ObservedComposed) int64 {
-	oc, ok := observed[NameTeam]
-	if !ok || oc.Resource == nil {
-		return 0
-	}
-	id, err := oc.Resource.GetInteger("status.atProvider.id")
-	if err != nil {
-		return 0
-	}
-	return id
-}
-
-// Ready reports whether a composed resource is ready, and if not, why: a
-// Deployment when Available, a managed resource when Ready, anything else
-// once it exists.
-func Ready(c Composed, observed map[resource.Name]resource.ObservedComposed) (bool, string) {
-	oc, ok := observed[resource.Name(c.Name)]
-	if !ok || oc.Resource == nil {
-		return false, "not created yet"
-	}
-	switch c.Object.(type) {
-	case *appsv1.Deployment:
-		return condition(oc.Resource, "Available")
-	case *v1alpha1.ClusterProviderConfig:
-		return true, ""
-	case *v1alpha1.ServiceAccount, *v1alpha1.Team, *v1alpha1.EscalationPolicy, *v1alpha1.DeadmanSwitch, *v1alpha1.Integration:
-		// NOTE: a managed resource that cannot sync says why in Synced
-		// (RefNotPermitted, TeamNotInNamespace, ...); that is the more
-		// useful reason while Ready is still False.
-		if s := oc.Resource.GetCondition(xpv2.TypeSynced); s.Status == corev1.ConditionFalse {
-			return false, describe("Synced", s)
-		}
-		return condition(oc.Resource, string(xpv2.TypeReady))
-	default:
-		return true, ""
-	}
-}
-
-func condition(u *composed.Unstructured, typ string) (bool, string) {
-	c := u.GetCondition(xpv2.ConditionType(typ))
-	if c.Status == corev1.ConditionTrue {
-		return true, ""
-	}
-	return false, describe(typ, c)
-}
-
-// maxMessage bounds a condition message quoted in a summary.
-const maxMessage = 200
-
-func describe(typ string, c xpv2.Condition) string {
-	s := fmt.Sprintf("%s=%s", typ, c.Status)
-	if c.Status == "" {
-		s = typ + "=Unknown"
-	}
-	if c.Reason != "" {
-		s += " " + string(c.Reason)
-	}
-	if m := c.Message; m != "" {
-		if len(m) > maxMessage {
-			m = m[:maxMessage] + "..."
-		}
-		s += ": " + m
-	}
-	return s
-}
-
-// Summarize says which composed resources are not ready yet and why, or
-// that all are.
-func Summarize(out []Composed, observed map[resource.Name]resource.ObservedComposed) string {
-	var waiting []string
-	for _, c := range out {
-		if ok, why := Ready(c, observed); !ok {
-			waiting = append(waiting, fmt.Sprintf("%s %s: %s", kindOf(c.Object), objectName(c.Object), why))
-		}
-	}
-	if len(waiting) == 0 {
-		if len(out) == 1 {
-			return "1 resource ready"
-		}
-		return fmt.Sprintf("all %d resources ready", len(out))
-	}
-	sort.Strings(waiting)
-	return fmt.Sprintf("%d of %s not ready: %s", len(waiting), resources(len(out)), strings.Join(waiting, "; "))
-}
-
-func resources(n int) string {
-	if n == 1 {
-		return "1 resource"
-	}
-	return fmt.Sprintf("%d resources", n)
-}
-
-func kindOf(o any) string {
-	if r, ok := o.(runtime.Object); ok {
-		return r.GetObjectKind().GroupVersionKind().Kind
-	}
-	return fmt.Sprintf("%T", o)
-}
-
-func objectName(o any) string {
-	m, ok := o.(interface {
-		GetNamespace() string
-		GetName() string
-	})
-	if !ok {
-		return ""
-	}
-	if m.GetNamespace() == "" {
-		return m.GetName()
-	}
-	return m.GetNamespace() + "/" + m.GetName()
 }
 
 // toComposed converts a desired object to the SDK's composed resource.
