@@ -167,12 +167,8 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 // server-side apply, else it would own (and fight the API server's
 // defaulting over) zero values such as a probe's successThreshold: 0. So
 // empty and null fields go, and so does status.
-func toComposed(o any) (*composed.Unstructured, error) {
-	r, ok := o.(runtime.Object)
-	if !ok {
-		return nil, errors.Errorf("%T is not a Kubernetes object", o)
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r)
+func toComposed(o Object) (*composed.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -48,10 +49,17 @@ const (
 	instanceKeyRotation = 720 * time.Hour
 )
 
+// An Object is a Kubernetes object with its kind and metadata: a typed one
+// or an unstructured one (for kinds whose Go types are not a dependency).
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
 // A Composed resource: its name in the pipeline and the object desired.
 type Composed struct {
 	Name   string
-	Object any
+	Object Object
 }
 
 // ServerNames are the names a TerdutServer claim's resources get.

@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/errors"
@@ -157,7 +156,7 @@ func Summarize(out []Composed, observed map[resource.Name]resource.ObservedCompo
 	var waiting []string
 	for _, c := range out {
 		if ok, why := Ready(c, observed); !ok {
-			waiting = append(waiting, fmt.Sprintf("%s %s: %s", kindOf(c.Object), objectName(c.Object), why))
+			waiting = append(waiting, describeObject(c.Object)+": "+why)
 		}
 	}
 	if len(waiting) == 0 {
@@ -177,23 +176,11 @@ func resources(n int) string {
 	return fmt.Sprintf("%d resources", n)
 }
 
-func kindOf(o any) string {
-	if r, ok := o.(runtime.Object); ok {
-		return r.GetObjectKind().GroupVersionKind().Kind
+// describeObject is "Kind namespace/name" (or "Kind name").
+func describeObject(o Object) string {
+	n := o.GetName()
+	if o.GetNamespace() != "" {
+		n = o.GetNamespace() + "/" + n
 	}
-	return fmt.Sprintf("%T", o)
-}
-
-func objectName(o any) string {
-	m, ok := o.(interface {
-		GetNamespace() string
-		GetName() string
-	})
-	if !ok {
-		return ""
-	}
-	if m.GetNamespace() == "" {
-		return m.GetName()
-	}
-	return m.GetNamespace() + "/" + m.GetName()
+	return o.GetObjectKind().GroupVersionKind().Kind + " " + n
 }
