@@ -179,6 +179,7 @@ type PostgresClusterRef struct {
 	// Name of the postgresql resource.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
 	// User the server connects as (a user the cluster's spec.users
@@ -187,6 +188,7 @@ type PostgresClusterRef struct {
 	// +kubebuilder:default=terdut
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
 	User string `json:"user"`
 
 	// Database name.
@@ -194,6 +196,7 @@ type PostgresClusterRef struct {
 	// +kubebuilder:default=terdut
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
 	Database string `json:"database"`
 }
 
