@@ -7,7 +7,6 @@ package function
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -78,7 +77,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	log := f.Log.WithValues("xr", oxr.Resource.GetName(), "claim", claim.Namespace+"/"+claim.Name)
 
-	out, status, err := compose(req, rsp, oxr.Resource.Object, kind, claim.Namespace, claim.Name, in, observed)
+	out, notReady, status, err := compose(req, rsp, oxr.Resource.Object, kind, claim.Namespace, claim.Name, in, observed)
 	if err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
@@ -95,9 +94,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			response.Fatal(rsp, errors.Wrapf(err, "cannot render %s", c.Name))
 			return rsp, nil
 		}
-		d := &resource.DesiredComposed{Resource: cd, Ready: resource.ReadyFalse}
-		if ok, _ := Ready(c, observed); ok {
-			d.Ready = resource.ReadyTrue
+		d := &resource.DesiredComposed{Resource: cd, Ready: resource.ReadyTrue}
+		if _, waiting := notReady[c.Name]; waiting {
+			d.Ready = resource.ReadyFalse
 		}
 		desired[resource.Name(c.Name)] = d
 	}
@@ -124,41 +123,44 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 }
 
 // compose renders the composite of the given kind, claimed as
-// namespace/name: the resources it composes and its status. It sets the
-// server's conditions on rsp.
-func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj map[string]any, kind, namespace, name string, in *Input, observed map[resource.Name]resource.ObservedComposed) ([]Composed, map[string]any, error) {
+// namespace/name: the resources it composes, why those not ready yet are
+// not (see readiness), and its status. It sets the server's conditions on
+// rsp.
+func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj map[string]any, kind, namespace, name string, in *Input, observed map[resource.Name]resource.ObservedComposed) ([]Composed, map[string]string, map[string]any, error) {
 	switch kind {
 	case platform.XTerdutServerKind:
 		xr := &platform.XTerdutServer{}
-		if err := convert(obj, xr); err != nil {
-			return nil, nil, errors.Wrapf(err, errDecode, kind)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, xr); err != nil {
+			return nil, nil, nil, errors.Wrapf(err, errDecode, kind)
 		}
 		n := ServerNames{Namespace: namespace, Name: name, ProviderNamespace: in.ProviderNamespace}
 		out := Server(n, &xr.Spec)
+		notReady := readiness(out, observed)
 		st := ServerStatus(n, &xr.Spec)
-		st.Summary = Summarize(out, observed)
-		bootstrapped(rsp, n, observed)
+		st.Summary = summarize(len(out), notReady)
+		bootstrapped(rsp, n, notReady)
 		if r := xr.Spec.Database.PostgresClusterRef; r != nil {
 			if err := databaseReady(req, rsp, n, r); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
-		status, err := toMap(st)
-		return out, status, err
+		status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+		return out, notReady, status, err
 	case platform.XTerdutTeamKind:
 		xr := &platform.XTerdutTeam{}
-		if err := convert(obj, xr); err != nil {
-			return nil, nil, errors.Wrapf(err, errDecode, kind)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, xr); err != nil {
+			return nil, nil, nil, errors.Wrapf(err, errDecode, kind)
 		}
 		n := TeamNames{Namespace: namespace, Name: name}
 		out := Team(n, &xr.Spec)
+		notReady := readiness(out, observed)
 		st := TeamStatus(n, &xr.Spec)
 		st.TeamID = ObservedTeamID(observed)
-		st.Summary = Summarize(out, observed)
-		status, err := toMap(st)
-		return out, status, err
+		st.Summary = summarize(len(out), notReady)
+		status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+		return out, notReady, status, err
 	default:
-		return nil, nil, errors.Errorf("cannot compose a %s: this function composes %s and %s", kind, platform.XTerdutServerKind, platform.XTerdutTeamKind)
+		return nil, nil, nil, errors.Errorf("cannot compose a %s: this function composes %s and %s", kind, platform.XTerdutServerKind, platform.XTerdutTeamKind)
 	}
 }
 
@@ -196,21 +198,4 @@ func prune(m map[string]any) {
 			}
 		}
 	}
-}
-
-func convert(from map[string]any, into any) error {
-	b, err := json.Marshal(from)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, into)
-}
-
-func toMap(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	return m, json.Unmarshal(b, &m)
 }

@@ -125,16 +125,16 @@ func ServerStatus(n ServerNames, s *platform.XTerdutServerSpec) platform.XTerdut
 	}
 }
 
-func labels(n ServerNames) map[string]string {
-	return map[string]string{
-		"app.kubernetes.io/name":       "terdut-server",
-		"app.kubernetes.io/instance":   n.Name,
-		"app.kubernetes.io/managed-by": "crossplane",
-	}
-}
-
+// selector picks the server's pods.
 func selector(n ServerNames) map[string]string {
 	return map[string]string{"app.kubernetes.io/name": "terdut-server", "app.kubernetes.io/instance": n.Name}
+}
+
+// labels are the selector's and who manages the object.
+func labels(n ServerNames) map[string]string {
+	l := selector(n)
+	l["app.kubernetes.io/managed-by"] = "crossplane"
+	return l
 }
 
 func deployment(n ServerNames, s *platform.XTerdutServerSpec) *appsv1.Deployment {

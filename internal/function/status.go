@@ -2,13 +2,15 @@ package function
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	xpresource "github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -18,7 +20,6 @@ import (
 	"github.com/crossplane/function-sdk-go/response"
 
 	platform "git.ryuvia.com/niklas/provider-terdut/apis/platform/v1alpha1"
-	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 )
 
 // TypeBootstrapped is the server claim's condition that the provider holds
@@ -28,12 +29,9 @@ const TypeBootstrapped = "Bootstrapped"
 
 // bootstrapped sets the Bootstrapped condition on the composite and its
 // claim from the bootstrap ServiceAccount's readiness.
-func bootstrapped(rsp *fnv1.RunFunctionResponse, n ServerNames, observed map[resource.Name]resource.ObservedComposed) {
-	sa := Composed{Name: NameServiceAccount, Object: &v1alpha1.ServiceAccount{}}
-	if ok, why := Ready(sa, observed); !ok {
-		response.ConditionFalse(rsp, TypeBootstrapped, "Waiting").
-			WithMessage(fmt.Sprintf("ServiceAccount %s/%s: %s", n.ProviderNamespace, n.ServiceAccount(), why)).
-			TargetCompositeAndClaim()
+func bootstrapped(rsp *fnv1.RunFunctionResponse, n ServerNames, notReady map[string]string) {
+	if why, waiting := notReady[NameServiceAccount]; waiting {
+		response.ConditionFalse(rsp, TypeBootstrapped, "Waiting").WithMessage(why).TargetCompositeAndClaim()
 		return
 	}
 	response.ConditionTrue(rsp, TypeBootstrapped, "Available").
@@ -97,8 +95,8 @@ func ObservedTeamID(observed map[resource.Name]resource.ObservedComposed) int64 
 }
 
 // Ready reports whether a composed resource is ready, and if not, why: a
-// Deployment when Available, a managed resource when Ready, anything else
-// once it exists.
+// Deployment when Available, a managed resource when Ready (a provider
+// config has no readiness), anything else once it exists.
 func Ready(c Composed, observed map[resource.Name]resource.ObservedComposed) (bool, string) {
 	oc, ok := observed[resource.Name(c.Name)]
 	if !ok || oc.Resource == nil {
@@ -107,9 +105,7 @@ func Ready(c Composed, observed map[resource.Name]resource.ObservedComposed) (bo
 	switch c.Object.(type) {
 	case *appsv1.Deployment:
 		return condition(oc.Resource, "Available")
-	case *v1alpha1.ClusterProviderConfig:
-		return true, ""
-	case *v1alpha1.ServiceAccount, *v1alpha1.Team, *v1alpha1.EscalationPolicy, *v1alpha1.DeadmanSwitch, *v1alpha1.Integration:
+	case xpresource.Managed:
 		// NOTE: a managed resource that cannot sync says why in Synced
 		// (RefNotPermitted, TeamNotInNamespace, ...); that is the more
 		// useful reason while Ready is still False.
@@ -150,23 +146,29 @@ func describe(typ string, c xpv2.Condition) string {
 	return s
 }
 
-// Summarize says which composed resources are not ready yet and why, or
-// that all are.
-func Summarize(out []Composed, observed map[resource.Name]resource.ObservedComposed) string {
-	var waiting []string
+// readiness maps each composed resource that is not ready yet to why not,
+// as "Kind namespace/name: reason".
+func readiness(out []Composed, observed map[resource.Name]resource.ObservedComposed) map[string]string {
+	notReady := map[string]string{}
 	for _, c := range out {
 		if ok, why := Ready(c, observed); !ok {
-			waiting = append(waiting, describeObject(c.Object)+": "+why)
+			notReady[c.Name] = describeObject(c.Object) + ": " + why
 		}
 	}
-	if len(waiting) == 0 {
-		if len(out) == 1 {
+	return notReady
+}
+
+// summarize says which of total composed resources are not ready yet and
+// why, or that all are.
+func summarize(total int, notReady map[string]string) string {
+	if len(notReady) == 0 {
+		if total == 1 {
 			return "1 resource ready"
 		}
-		return fmt.Sprintf("all %d resources ready", len(out))
+		return fmt.Sprintf("all %d resources ready", total)
 	}
-	sort.Strings(waiting)
-	return fmt.Sprintf("%d of %s not ready: %s", len(waiting), resources(len(out)), strings.Join(waiting, "; "))
+	waiting := slices.Sorted(maps.Values(notReady))
+	return fmt.Sprintf("%d of %s not ready: %s", len(waiting), resources(total), strings.Join(waiting, "; "))
 }
 
 func resources(n int) string {
