@@ -164,23 +164,24 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	// NOTE: a child never gets the instance key: it talks to the server with
 	// its team's scoped key, minted here on first need.
 	teamID, ok := c.TeamOf(mg)
-	if !ok && meta.WasDeleted(mg) {
+	switch {
+	case !ok && meta.WasDeleted(mg):
 		// NOTE: a child that never learned its team's ID never made
 		// anything on the server: let it go.
 		return untouched[M]{}, nil
-	}
-	if !ok {
+	case !ok:
 		return nil, errors.New(errTeamUnknown)
-	}
-	if meta.WasDeleted(mg) {
+	case meta.WasDeleted(mg):
 		// NOTE: deleting a team deletes its rows (and its scoped key) on
 		// the server. A child deleted with its team, as a claim's are,
 		// may find the team gone: then so is the child, and minting a
 		// key for a team that does not exist would keep its finalizer
 		// forever. Only a real 404 counts; any other error retries.
-		if _, err := cl.GetTeam(ctx, teamID); terdut.IsNotFound(err) {
+		_, err := cl.GetTeam(ctx, teamID)
+		if terdut.IsNotFound(err) {
 			return untouched[M]{}, nil
-		} else if err != nil {
+		}
+		if err != nil {
 			return nil, errors.Wrapf(err, errGetTeamOfChild, teamID)
 		}
 	}
