@@ -260,6 +260,9 @@ KC
 
 kc() { kubectl --kubeconfig "$RUN/kubeconfig" "$@"; }
 
+# secret_key NAME KEY: the decoded KEY of the Secret crossplane-system/NAME.
+secret_key() { kc -n crossplane-system get secret "$1" -o "jsonpath={.data.${2//./\\.}}" | base64 -d; }
+
 cmd_up() {
   for b in "$ETCD" "$APISERVER" "$KCM" "$CROSSPLANE"; do
     [[ -x $b ]] || { echo "$b is missing: run '$0 build' first" >&2; exit 1; }
@@ -308,7 +311,7 @@ cmd_up() {
   mkdir -p "$RUN/crossplane-tls-client" "$RUN/xpkg-cache" "$RUN/xfn-cache"
   local k
   for k in ca.crt tls.crt tls.key; do
-    kc -n crossplane-system get secret crossplane-tls-client -o "jsonpath={.data.${k//./\\.}}" 2>/dev/null | base64 -d >"$RUN/crossplane-tls-client/$k" || true
+    secret_key crossplane-tls-client "$k" >"$RUN/crossplane-tls-client/$k" 2>/dev/null || true
   done
   chmod 600 "$RUN/crossplane-tls-client/tls.key"
 
@@ -337,7 +340,7 @@ cmd_function() {
   step "composition function: server certificate for 127.0.0.1 from crossplane-root-ca"
   local k
   for k in tls.crt tls.key; do
-    kc -n crossplane-system get secret crossplane-root-ca -o "jsonpath={.data.${k//./\\.}}" | base64 -d >"$dir/ca-$k"
+    secret_key crossplane-root-ca "$k" >"$dir/ca-$k"
   done
   chmod 600 "$dir/ca-tls.key"
   mv "$dir/ca-tls.crt" "$dir/ca.crt"
