@@ -18,7 +18,6 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
-	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
 // claim is what the suite reads of a claim.
@@ -371,15 +370,6 @@ func deploymentAvailable(d *appsv1.Deployment) corev1.ConditionStatus {
 		}
 	}
 	return corev1.ConditionUnknown
-}
-
-func stateAt(t *testing.T, url string) terdutdouble.State {
-	t.Helper()
-	var s terdutdouble.State
-	if err := adminAt(url, http.MethodGet, "/admin/state", nil, &s); err != nil {
-		t.Fatalf("double state: %v", err)
-	}
-	return s
 }
 
 func indent(s string) string {

@@ -230,8 +230,14 @@ func adminAt(base, method, path string, in, out any) error {
 
 func state(t *testing.T) terdutdouble.State {
 	t.Helper()
+	return stateAt(t, env.doubleURL)
+}
+
+// stateAt is what the double at url holds.
+func stateAt(t *testing.T, url string) terdutdouble.State {
+	t.Helper()
 	var s terdutdouble.State
-	if err := admin(http.MethodGet, "/admin/state", nil, &s); err != nil {
+	if err := adminAt(url, http.MethodGet, "/admin/state", nil, &s); err != nil {
 		t.Fatalf("double state: %v", err)
 	}
 	return s

@@ -127,11 +127,7 @@ spec:
 `, teamAID))
 	grab := &v1alpha1.EscalationPolicy{ObjectMeta: om("team-b", "grab")}
 	condition(t, grab, xpv2.TypeReady, corev1.ConditionFalse, "TeamNotInNamespace")
-	var st0 struct {
-		Policies map[string]terdut.EscalationPolicy `json:"policies"`
-	}
-	_ = adminAt(url, http.MethodGet, "/admin/state", nil, &st0)
-	if p := st0.Policies[fmt.Sprint(teamAID)]; !p.IsEmpty() {
+	if p := stateAt(t, url).Policies[teamAID]; !p.IsEmpty() {
 		t.Fatalf("team-a's policy was written: %+v", p)
 	}
 
@@ -237,11 +233,7 @@ spec:
 	for _, m := range []resourceRef{{"team-a", in}, {"team-a", sw}, {"team-b", grab}, {"team-b", teamB}, {"team-a", teamA}} {
 		deleteAndWait(t, m.mg)
 	}
-	st := struct {
-		ServiceAccounts []terdut.ServiceAccount `json:"serviceAccounts"`
-	}{}
-	_ = adminAt(url, http.MethodGet, "/admin/state", nil, &st)
-	for _, a := range st.ServiceAccounts {
+	for _, a := range stateAt(t, url).ServiceAccounts {
 		if a.Scope == terdut.ScopeTeam {
 			t.Errorf("team-scoped account %q left after its Team was deleted", a.Name)
 		}
