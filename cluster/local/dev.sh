@@ -57,10 +57,6 @@ up() {
   kc -n team-a wait --for=condition=Ready --timeout=180s team,escalationpolicy,deadmanswitch,integration --all >/dev/null
 
   cmd_function
-  step "Configuration: XRDs and Compositions from package/configuration/apis"
-  kc apply -f "$ROOT/package/configuration/apis" >/dev/null 2>&1
-  kc wait --for condition=established --timeout=120s compositeresourcedefinition --all >/dev/null
-  kc wait --for condition=offered --timeout=120s compositeresourcedefinition --all >/dev/null
 
   # NOTE: the TerdutServer claim's Deployment is real, but no kubelet runs
   # here: with replicas 0 it is Available; the provider reaches a second,

@@ -9,7 +9,8 @@
 #   local.sh status   say what runs
 #   local.sh function build and run the composition function (cmd/function)
 #                     with mTLS, registered with Crossplane core as the
-#                     Function ryuvia-function-terdut; needs `up`
+#                     Function ryuvia-function-terdut, and install the
+#                     Configuration's XRDs and Compositions; needs `up`
 #   local.sh path X   print the cached binary X (crank, crossplane, ...)
 #
 # Environment:
@@ -373,6 +374,14 @@ spec:
 YAML
   kc patch functionrevision "$FN_NAME-local" --subresource=status --type=merge \
     -p "{\"status\":{\"endpoint\":\"127.0.0.1:$FN_PORT\",\"capabilities\":[\"composition\"]}}" >/dev/null
+
+  step "Configuration: XRDs and Compositions from package/configuration/apis"
+  # NOTE: stderr only carries the legacy XRD's deprecation warning, unless
+  # the apply fails.
+  kc apply -f "$ROOT/package/configuration/apis" >/dev/null 2>"$RUN/configuration.log" ||
+    { cat "$RUN/configuration.log" >&2; return 1; }
+  kc wait --for condition=established --timeout=120s compositeresourcedefinition --all >/dev/null
+  kc wait --for condition=offered --timeout=120s compositeresourcedefinition --all >/dev/null
 }
 
 # stop NAME: SIGTERM the PID in NAME's PID file, SIGKILL after 10 s.

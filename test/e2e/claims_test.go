@@ -87,15 +87,6 @@ func TestClaims(t *testing.T) {
 	if err := sh(filepath.Join(env.root, "cluster/local/local.sh"), "function"); err != nil {
 		t.Fatal(err)
 	}
-	apis := filepath.Join(env.root, "package/configuration/apis")
-	if err := kubectl(nil, "apply", "-f", apis); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []string{"established", "offered"} {
-		if err := kubectl(nil, "wait", "--for", "condition="+c, "--timeout=120s", "compositeresourcedefinition", "--all"); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	scenario(t, "bad claims are refused by the XRDs' validation, with the reason")
 	namespace(t, "claims-validation", map[string]string{})
