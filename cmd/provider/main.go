@@ -149,7 +149,7 @@ func run(f flags) error {
 		ManagementPolicies: f.managementPolicies,
 		Namespace:          f.namespace,
 	}
-	o.TeamKeys = &generic.TeamKeys{Kube: mgr.GetClient(), Namespace: f.namespace}
+	o.TeamKeys = &generic.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace}
 	if f.changeLogs {
 		conn, err := grpc.NewClient("unix://"+f.changeLogsSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {

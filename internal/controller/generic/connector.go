@@ -45,6 +45,9 @@ type Deps struct {
 	Client *terdut.Client
 	// Kube reads and writes Kubernetes objects (connection Secrets).
 	Kube client.Client
+	// Reader reads past the cache: for a Secret the external client has
+	// just written itself, where a stale read would mint or revoke twice.
+	Reader client.Reader
 	// Record emits events on the MR.
 	Record event.Recorder
 	// Adoptable says whether Create may take over an object it found by its
@@ -151,7 +154,7 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 		wo.Token, wo.Refresh = tok, nil
 		return terdut.New(wo)
 	}
-	d := Deps{Client: cl, Kube: c.Kube, Record: c.Record, Adoptable: c.Owners.Adoptable(mg), WithKey: withKey, Authenticated: authenticated}
+	d := Deps{Client: cl, Kube: c.Kube, Reader: c.reader(), Record: c.Record, Adoptable: c.Owners.Adoptable(mg), WithKey: withKey, Authenticated: authenticated}
 	if c.TeamKeys == nil || !teamScoped(cfg) {
 		return c.External(d), nil
 	}
@@ -193,6 +196,14 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 		return nil, errors.Wrapf(err, errNewClient, cfg.Kind, cfg.Name)
 	}
 	return c.External(d), nil
+}
+
+// reader is the uncached reader, or the client where there is none (tests).
+func (c *Connector[M]) reader() client.Reader {
+	if c.Reader != nil {
+		return c.Reader
+	}
+	return c.Kube
 }
 
 // refreshFrom re-reads the config's key past the cache when the server

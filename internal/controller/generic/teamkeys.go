@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -50,11 +49,17 @@ const (
 // first need with the config's instance key and kept in a Secret in the
 // provider's own namespace, never in a tenant's.
 type TeamKeys struct {
-	Kube      client.Client
+	Kube client.Client
+	// Reader reads past the cache before a key is minted: a Secret written
+	// a moment ago may not be in the cache yet. Kube when nil.
+	Reader    client.Reader
 	Namespace string
 
 	mu       sync.Mutex
 	reminted map[string]time.Time
+	// minting lets one key be minted at a time: children of one team
+	// reconciled at once would each mint one otherwise.
+	minting sync.Mutex
 }
 
 // configHash names a provider config and its server in Secret names and
@@ -75,23 +80,49 @@ func AccountName(teamID int64) string { return "crossplane-team-" + FormatID(tea
 // Options returns client options for teamID's key, minting it first when
 // there is none. base carries the config's endpoint, CA and timeout.
 func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options, instance *terdut.Client, teamID int64) (terdut.Options, error) {
-	name := SecretName(cfg, teamID)
-	s := &corev1.Secret{}
-	err := k.Kube.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, s)
-	switch {
-	case kerrors.IsNotFound(err) || (err == nil && len(s.Data[keyToken]) == 0):
-		tok, err := k.mint(ctx, cfg, instance, teamID)
-		if err != nil {
-			return terdut.Options{}, err
-		}
-		base.Token = tok
-	case err != nil:
-		return terdut.Options{}, errors.Wrapf(err, errGetTeamKey, k.Namespace, name)
-	default:
-		base.Token = terdut.Secret(s.Data[keyToken])
+	tok, err := k.token(ctx, k.Kube, cfg, teamID)
+	if err == nil && tok == "" {
+		tok, err = k.mintIfMissing(ctx, cfg, instance, teamID)
 	}
+	if err != nil {
+		return terdut.Options{}, err
+	}
+	base.Token = tok
 	base.Refresh = func(ctx context.Context) (terdut.Secret, error) { return k.remint(ctx, cfg, instance, teamID) }
 	return base, nil
+}
+
+// token is the team's kept key as r reads it; empty when there is none.
+func (k *TeamKeys) token(ctx context.Context, r client.Reader, cfg Config, teamID int64) (terdut.Secret, error) {
+	name := SecretName(cfg, teamID)
+	s := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, s)
+	if kerrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", errors.Wrapf(err, errGetTeamKey, k.Namespace, name)
+	}
+	return terdut.Secret(s.Data[keyToken]), nil
+}
+
+// mintIfMissing mints the team's first key unless, read past the cache,
+// there is one already (written by a reconcile the cache has not seen).
+func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
+	k.minting.Lock()
+	defer k.minting.Unlock()
+	tok, err := k.token(ctx, k.reader(), cfg, teamID)
+	if err != nil || tok != "" {
+		return tok, err
+	}
+	return k.mint(ctx, cfg, instance, teamID)
+}
+
+func (k *TeamKeys) reader() client.Reader {
+	if k.Reader != nil {
+		return k.Reader
+	}
+	return k.Kube
 }
 
 func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
@@ -106,6 +137,8 @@ func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Clie
 	}
 	k.reminted[name] = time.Now()
 	k.mu.Unlock()
+	k.minting.Lock()
+	defer k.minting.Unlock()
 	return k.mint(ctx, cfg, instance, teamID)
 }
 
@@ -131,18 +164,26 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		return "", errors.Wrapf(err, errMintTeamKey, teamID)
 	}
 	name := SecretName(cfg, teamID)
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: name}}
-	_, err = controllerutil.CreateOrUpdate(ctx, k.Kube, s, func() error {
-		s.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelTeamID: FormatID(teamID), LabelProviderConfig: configHash(cfg)}
-		s.Annotations = map[string]string{AnnotationConfig: cfg.ID()}
-		s.Data = map[string][]byte{
-			keyToken:     []byte(key.Key.Reveal()),
-			keyAccountID: []byte(FormatID(sa.ID)),
-			keyKeyID:     []byte(strconv.FormatInt(key.ID, 10)),
-			keyEndpoint:  []byte(cfg.Spec.Endpoint),
-		}
-		return nil
-	})
+	s := &corev1.Secret{}
+	err = k.reader().Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, s)
+	if err != nil && !kerrors.IsNotFound(err) {
+		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, name)
+	}
+	exists := err == nil
+	s.Namespace, s.Name = k.Namespace, name
+	s.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelTeamID: FormatID(teamID), LabelProviderConfig: configHash(cfg)}
+	s.Annotations = map[string]string{AnnotationConfig: cfg.ID()}
+	s.Data = map[string][]byte{
+		keyToken:     []byte(key.Key.Reveal()),
+		keyAccountID: []byte(FormatID(sa.ID)),
+		keyKeyID:     []byte(strconv.FormatInt(key.ID, 10)),
+		keyEndpoint:  []byte(cfg.Spec.Endpoint),
+	}
+	if exists {
+		err = k.Kube.Update(ctx, s)
+	} else {
+		err = k.Kube.Create(ctx, s)
+	}
 	if err != nil {
 		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, name)
 	}

@@ -1,14 +1,19 @@
 package generic
 
 import (
+	"context"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -83,6 +88,55 @@ func TestTeamKeys(t *testing.T) {
 	}
 	if err := kube.Get(t.Context(), types.NamespacedName{Namespace: "crossplane-system", Name: SecretName(cfg, team.ID)}, s); err == nil {
 		t.Error("the team key Secret survived Revoke")
+	}
+}
+
+// TestTeamKeysMintOnceWhileCacheLags: children of one team connect at once
+// while the cache has not seen the team's key Secret yet: one key is minted,
+// all of them use it.
+func TestTeamKeysMintOnceWhileCacheLags(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	store := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	// The cache never catches up in this test: every Secret read misses.
+	cache := interceptor.NewClient(store, interceptor.Funcs{
+		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+			return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+		},
+	})
+	k := &TeamKeys{Kube: cache, Reader: store, Namespace: "crossplane-system"}
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg.Spec.Endpoint = hs.URL
+	base := terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"}
+
+	const children = 4
+	toks := make(chan terdut.Secret, children)
+	errs := make(chan error, children)
+	var wg sync.WaitGroup
+	for range children {
+		wg.Go(func() {
+			o, err := k.Options(t.Context(), cfg, base, instance, team.ID)
+			toks <- o.Token
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(toks)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a child could not connect: %v", err)
+		}
+	}
+	seen := map[terdut.Secret]bool{}
+	for tok := range toks {
+		seen[tok] = true
+	}
+	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 1 || len(seen) != 1 {
+		t.Errorf("%d keys minted, %d distinct keys handed out to %d children; want 1 and 1", n, len(seen), children)
 	}
 }
 

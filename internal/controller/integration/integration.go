@@ -90,12 +90,14 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 
 // New returns an Integration's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Integration] {
-	return &external{api: d.Client, kube: d.Kube, record: d.Record, adoptable: d.Adoptable}
+	return &external{api: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adoptable: d.Adoptable}
 }
 
 type external struct {
-	api       api
-	kube      client.Client
+	api  api
+	kube client.Client
+	// reader reads past the cache, to confirm a Secret the cache misses.
+	reader    client.Reader
 	record    event.Recorder
 	adoptable generic.Adoptable
 	// observed is what Observe found in this reconcile; Update uses it.
@@ -131,7 +133,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 
-	details, err := e.secretDetails(ctx, cr, id)
+	details, err := e.secretDetails(ctx, e.kube, cr, id)
+	if err == nil && details == nil && e.reader != nil {
+		// NOTE: the cache may not have seen the Secret Create wrote a
+		// moment ago: only a read past it may call the key lost.
+		details, err = e.secretDetails(ctx, e.reader, cr, id)
+	}
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -163,9 +170,9 @@ func (e *external) find(ctx context.Context, teamID int64, match func(terdut.Int
 
 // secretDetails returns the url and key in the connection Secret, or nil
 // when the Secret is gone, incomplete, or holds another integration's key.
-func (e *external) secretDetails(ctx context.Context, cr *v1alpha1.Integration, id int64) (managed.ConnectionDetails, error) {
+func (e *external) secretDetails(ctx context.Context, r client.Reader, cr *v1alpha1.Integration, id int64) (managed.ConnectionDetails, error) {
 	s := &corev1.Secret{}
-	err := e.kube.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: secretName(cr)}, s)
+	err := r.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: secretName(cr)}, s)
 	if kerrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"testing"
@@ -8,11 +9,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -283,6 +286,34 @@ func TestCreateWritesSecretBeforeReturning(t *testing.T) {
 				t.Errorf("a key reached the status")
 			}
 		}
+	}
+}
+
+// TestObserveRightAfterCreateWhileCacheLags: the reconcile after Create
+// reads the connection Secret from a cache that has not seen it yet: that
+// is no lost key (no WebhookSecretLost, no warning), the Secret is there.
+func TestObserveRightAfterCreateWhileCacheLags(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	store := kube(t)
+	cache := interceptor.NewClient(store.(client.WithWatch), interceptor.Funcs{
+		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+			return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+		},
+	})
+	cr := integ(teamID)
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: cache, reader: store, record: rec}
+	if _, err := e.Create(t.Context(), cr); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	o, err := e.Observe(t.Context(), cr)
+	if err != nil || !o.ResourceExists || !o.ResourceUpToDate || len(o.ConnectionDetails[SecretKeyKey]) == 0 {
+		t.Errorf("Observe after Create = exists %v, up to date %v, key handed back %v, %v; want all true, no error",
+			o.ResourceExists, o.ResourceUpToDate, len(o.ConnectionDetails[SecretKeyKey]) > 0, err)
+	}
+	if len(rec.Events) != 0 || cr.GetCondition(xpv2.TypeReady).Reason == ReasonWebhookSecretLost {
+		t.Errorf("events %+v, Ready reason %q: a lagging cache was read as a lost key", rec.Events, cr.GetCondition(xpv2.TypeReady).Reason)
 	}
 }
 

@@ -105,7 +105,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 
 // New returns a ServiceAccount's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.ServiceAccount] {
-	e := &external{pc: d.Client, kube: d.Kube, record: d.Record, adoptable: d.Adoptable, now: time.Now}
+	e := &external{pc: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adoptable: d.Adoptable, now: time.Now}
 	e.withKey = func(tok terdut.Secret) (api, error) {
 		c, err := d.WithKey(tok)
 		if err != nil {
@@ -126,6 +126,7 @@ type external struct {
 	withKey         func(terdut.Secret) (api, error)
 	endpoint        string
 	kube            client.Client
+	reader          client.Reader
 	record          event.Recorder
 	adoptable       generic.Adoptable
 	now             func() time.Time
@@ -155,9 +156,11 @@ func secretName(cr *v1alpha1.ServiceAccount) string {
 
 func checkpointName(cr *v1alpha1.ServiceAccount) string { return cr.GetName() + checkpointSuffix }
 
+// secret reads past the cache: the key state is what this client wrote
+// last, and a stale copy would mint again or lose a revocation.
 func (e *external) secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	err := e.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)
+	err := e.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)
 	if kerrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -48,11 +48,15 @@ type fixture struct {
 	now    time.Time
 	// fail makes the next kube call of that verb on that Secret fail once.
 	fail map[string]string
+	// lag makes the cached client serve each Secret as it was before its
+	// last write, as an informer does until the watch event arrives.
+	lag   bool
+	stale map[string]*corev1.Secret
 }
 
 func newFixture(t *testing.T, o terdutdouble.Options) *fixture {
 	t.Helper()
-	f := &fixture{double: terdutdouble.New(o), now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), fail: map[string]string{}}
+	f := &fixture{double: terdutdouble.New(o), now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), fail: map[string]string{}, stale: map[string]*corev1.Secret{}}
 	hs := httptest.NewServer(f.double.Handler())
 	t.Cleanup(hs.Close)
 	f.url = hs.URL
@@ -66,7 +70,20 @@ func newFixture(t *testing.T, o terdutdouble.Options) *fixture {
 		}
 		return nil
 	}
-	f.kube = fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+	store := fake.NewClientBuilder().WithScheme(s).Build()
+	remember := func(ctx context.Context, obj client.Object) {
+		if cur := (&corev1.Secret{}); f.lag && store.Get(ctx, client.ObjectKeyFromObject(obj), cur) == nil {
+			f.stale[obj.GetName()] = cur
+		}
+	}
+	f.kube = interceptor.NewClient(store, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if old, ok := f.stale[key.Name]; ok && f.lag {
+				old.DeepCopyInto(obj.(*corev1.Secret)) //nolint:forcetypeassert // Only Secrets are stale.
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if err := failing("create", obj); err != nil {
 				return err
@@ -77,6 +94,7 @@ func newFixture(t *testing.T, o terdutdouble.Options) *fixture {
 			if err := failing("update", obj); err != nil {
 				return err
 			}
+			remember(ctx, obj)
 			return c.Update(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -85,9 +103,9 @@ func newFixture(t *testing.T, o terdutdouble.Options) *fixture {
 			}
 			return c.Delete(ctx, obj, opts...)
 		},
-	}).Build()
+	})
 	pc, _ := terdut.New(terdut.Options{Endpoint: f.url, MaxRetries: -1})
-	f.e = &external{pc: pc, endpoint: f.url, kube: f.kube, record: &controllertest.Recorder{}, now: func() time.Time { return f.now }}
+	f.e = &external{pc: pc, endpoint: f.url, kube: f.kube, reader: store, record: &controllertest.Recorder{}, now: func() time.Time { return f.now }}
 	f.e.withKey = func(tok terdut.Secret) (api, error) {
 		return terdut.New(terdut.Options{Endpoint: f.url, Token: tok, MaxRetries: -1})
 	}
@@ -273,6 +291,38 @@ func TestRotation(t *testing.T) {
 	}
 	if o, err := f.e.Observe(t.Context(), cr); err != nil || !o.ResourceUpToDate {
 		t.Errorf("after rotating: %+v, %v; want up to date", o, err)
+	}
+}
+
+// TestRotationWithLaggingCache rotates while the cached client still serves
+// the connection Secret as it was before each write: one key is minted, the
+// old one revoked, and no reconcile fails (a stale read would mint twice or
+// conflict on the revocation's write).
+func TestRotationWithLaggingCache(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{}
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldKey := f.secret(t, "instance-credentials").Data[SecretKeyToken]
+	mints := f.double.Count("POST /api/service-accounts/{id}/keys")
+	f.lag = true
+	cr.Spec.ForProvider.KeyRotation.RotationRequest = "rotate-1"
+	for i := range 3 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatalf("reconcile %d of the rotation failed: %v", i+1, err)
+		}
+	}
+	f.lag = false
+	if n := f.double.Count("POST /api/service-accounts/{id}/keys") - mints; n != 1 {
+		t.Errorf("%d keys minted for one rotation request, want 1", n)
+	}
+	s := f.secret(t, "instance-credentials")
+	if string(s.Data[SecretKeyToken]) == string(oldKey) || s.Annotations[AnnotationRevokeKeyID] != "" {
+		t.Errorf("key changed %v, revoke pending %q; want a new key and nothing to revoke", string(s.Data[SecretKeyToken]) != string(oldKey), s.Annotations[AnnotationRevokeKeyID])
 	}
 }
 
