@@ -199,11 +199,15 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 }
 
 // reader is the uncached reader, or the client where there is none (tests).
-func (c *Connector[M]) reader() client.Reader {
-	if c.Reader != nil {
-		return c.Reader
+func (c *Connector[M]) reader() client.Reader { return pastCache(c.Reader, c.Kube) }
+
+// pastCache is r, the API reader, or kube when there is none (unit tests,
+// where kube is not a cache).
+func pastCache(r client.Reader, kube client.Client) client.Reader {
+	if r != nil {
+		return r
 	}
-	return c.Kube
+	return kube
 }
 
 // refreshFrom re-reads the config's key past the cache when the server

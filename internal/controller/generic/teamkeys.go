@@ -118,12 +118,7 @@ func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terd
 	return k.mint(ctx, cfg, instance, teamID)
 }
 
-func (k *TeamKeys) reader() client.Reader {
-	if k.Reader != nil {
-		return k.Reader
-	}
-	return k.Kube
-}
+func (k *TeamKeys) reader() client.Reader { return pastCache(k.Reader, k.Kube) }
 
 func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
 	name := SecretName(cfg, teamID)
