@@ -107,6 +107,13 @@ type ServiceAccountSpec struct {
 	ForProvider ServiceAccountParameters `json:"forProvider"`
 }
 
+// Keys of a ServiceAccount's connection Secret: the active key, and the
+// server's endpoint. A provider config's credentials select the token key.
+const (
+	ServiceAccountSecretKeyToken    = "token"
+	ServiceAccountSecretKeyEndpoint = "endpoint"
+)
+
 // A ServiceAccountStatus represents the observed state of a ServiceAccount.
 type ServiceAccountStatus struct {
 	xpv2.ManagedResourceStatus `json:",inline"`

@@ -120,7 +120,7 @@ func ServerStatus(n ServerNames, s *platform.XTerdutServerSpec) platform.XTerdut
 		ServiceName:        n.Name,
 		ProviderConfigName: n.ProviderConfig(),
 		CredentialsSecretRef: &platform.CredentialsSecretRef{
-			Namespace: n.ProviderNamespace, Name: n.CredentialsSecret(), Key: "token",
+			Namespace: n.ProviderNamespace, Name: n.CredentialsSecret(), Key: v1alpha1.ServiceAccountSecretKeyToken,
 		},
 	}
 }
@@ -327,7 +327,7 @@ func clusterProviderConfig(n ServerNames, s *platform.XTerdutServerSpec) *v1alph
 					Source: xpv2.CredentialsSourceSecret,
 					CommonCredentialSelectors: xpv2.CommonCredentialSelectors{SecretRef: &xpv2.SecretKeySelector{
 						SecretReference: xpv2.SecretReference{Namespace: n.ProviderNamespace, Name: n.CredentialsSecret()},
-						Key:             "token",
+						Key:             v1alpha1.ServiceAccountSecretKeyToken,
 					}},
 				},
 			},

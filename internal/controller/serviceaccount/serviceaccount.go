@@ -34,8 +34,8 @@ const ReasonBootstrapStateLost xpv2.ConditionReason = "BootstrapStateLost"
 
 // Keys and annotations of the connection Secret and the checkpoint.
 const (
-	SecretKeyToken    = "token"
-	SecretKeyEndpoint = "endpoint"
+	SecretKeyToken    = v1alpha1.ServiceAccountSecretKeyToken
+	SecretKeyEndpoint = v1alpha1.ServiceAccountSecretKeyEndpoint
 
 	AnnotationAccountID    = "terdut.ryuvia.com/account-id"
 	AnnotationKeyID        = "terdut.ryuvia.com/key-id"
