@@ -154,7 +154,7 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 		wo.Token, wo.Refresh = tok, nil
 		return terdut.New(wo)
 	}
-	d := Deps{Client: cl, Kube: c.Kube, Reader: c.reader(), Record: c.Record, Adoptable: c.Owners.Adoptable(mg), WithKey: withKey, Authenticated: authenticated}
+	d := Deps{Client: cl, Kube: c.Kube, Reader: pastCache(c.Reader, c.Kube), Record: c.Record, Adoptable: c.Owners.Adoptable(mg), WithKey: withKey, Authenticated: authenticated}
 	if c.TeamKeys == nil || !teamScoped(cfg) {
 		return c.External(d), nil
 	}
@@ -197,9 +197,6 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	}
 	return c.External(d), nil
 }
-
-// reader is the uncached reader, or the client where there is none (tests).
-func (c *Connector[M]) reader() client.Reader { return pastCache(c.Reader, c.Kube) }
 
 // pastCache is r, the API reader, or kube when there is none (unit tests,
 // where kube is not a cache).

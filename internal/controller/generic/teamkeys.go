@@ -80,7 +80,8 @@ func AccountName(teamID int64) string { return "crossplane-team-" + FormatID(tea
 // Options returns client options for teamID's key, minting it first when
 // there is none. base carries the config's endpoint, CA and timeout.
 func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options, instance *terdut.Client, teamID int64) (terdut.Options, error) {
-	tok, err := k.token(ctx, k.Kube, cfg, teamID)
+	s, err := k.secret(ctx, k.Kube, cfg, teamID)
+	tok := token(s)
 	if err == nil && tok == "" {
 		tok, err = k.mintIfMissing(ctx, cfg, instance, teamID)
 	}
@@ -92,18 +93,23 @@ func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options,
 	return base, nil
 }
 
-// token is the team's kept key as r reads it; empty when there is none.
-func (k *TeamKeys) token(ctx context.Context, r client.Reader, cfg Config, teamID int64) (terdut.Secret, error) {
+// secret is the team's key Secret as r reads it; nil when there is none.
+func (k *TeamKeys) secret(ctx context.Context, r client.Reader, cfg Config, teamID int64) (*corev1.Secret, error) {
 	name := SecretName(cfg, teamID)
 	s := &corev1.Secret{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, s)
 	if kerrors.IsNotFound(err) {
-		return "", nil
+		return nil, nil //nolint:nilnil // No Secret is a state, not an error.
 	}
-	if err != nil {
-		return "", errors.Wrapf(err, errGetTeamKey, k.Namespace, name)
+	return s, errors.Wrapf(err, errGetTeamKey, k.Namespace, name)
+}
+
+// token is the key a team key Secret holds; empty when there is none.
+func token(s *corev1.Secret) terdut.Secret {
+	if s == nil {
+		return ""
 	}
-	return terdut.Secret(s.Data[keyToken]), nil
+	return terdut.Secret(s.Data[keyToken])
 }
 
 // mintIfMissing mints the team's first key unless, read past the cache,
@@ -111,14 +117,12 @@ func (k *TeamKeys) token(ctx context.Context, r client.Reader, cfg Config, teamI
 func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
 	k.minting.Lock()
 	defer k.minting.Unlock()
-	tok, err := k.token(ctx, k.reader(), cfg, teamID)
-	if err != nil || tok != "" {
+	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
+	if tok := token(s); err != nil || tok != "" {
 		return tok, err
 	}
-	return k.mint(ctx, cfg, instance, teamID)
+	return k.mint(ctx, cfg, instance, teamID, s)
 }
-
-func (k *TeamKeys) reader() client.Reader { return pastCache(k.Reader, k.Kube) }
 
 func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
 	name := SecretName(cfg, teamID)
@@ -134,12 +138,17 @@ func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Clie
 	k.mu.Unlock()
 	k.minting.Lock()
 	defer k.minting.Unlock()
-	return k.mint(ctx, cfg, instance, teamID)
+	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
+	if err != nil {
+		return "", err
+	}
+	return k.mint(ctx, cfg, instance, teamID, s)
 }
 
 // mint creates (or adopts) the team's service account, mints a key on it and
-// writes it to the team's Secret before anything uses it.
-func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
+// writes it to the team's Secret before anything uses it: into cur, read
+// past the cache, or a new Secret when cur is nil.
+func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, cur *corev1.Secret) (terdut.Secret, error) {
 	acct := AccountName(teamID)
 	sa, err := instance.GetServiceAccountByName(ctx, acct)
 	if err == nil && sa == nil {
@@ -158,14 +167,10 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 	if err != nil {
 		return "", errors.Wrapf(err, errMintTeamKey, teamID)
 	}
-	name := SecretName(cfg, teamID)
-	s := &corev1.Secret{}
-	err = k.reader().Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, s)
-	if err != nil && !kerrors.IsNotFound(err) {
-		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, name)
+	s := cur
+	if s == nil {
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: SecretName(cfg, teamID)}}
 	}
-	exists := err == nil
-	s.Namespace, s.Name = k.Namespace, name
 	s.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelTeamID: FormatID(teamID), LabelProviderConfig: configHash(cfg)}
 	s.Annotations = map[string]string{AnnotationConfig: cfg.ID()}
 	s.Data = map[string][]byte{
@@ -174,13 +179,13 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		keyKeyID:     []byte(strconv.FormatInt(key.ID, 10)),
 		keyEndpoint:  []byte(cfg.Spec.Endpoint),
 	}
-	if exists {
+	if cur != nil {
 		err = k.Kube.Update(ctx, s)
 	} else {
 		err = k.Kube.Create(ctx, s)
 	}
 	if err != nil {
-		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, name)
+		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
 	}
 	return key.Key, nil
 }
