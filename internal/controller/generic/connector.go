@@ -132,10 +132,7 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	authenticated := err == nil
 	switch {
 	case err != nil && c.OptionalCredentials && IsCredentialsMissing(err):
-		o = terdut.Options{Endpoint: cfg.Spec.Endpoint}
-		if cfg.Spec.RequestTimeout != nil {
-			o.Timeout = cfg.Spec.RequestTimeout.Duration
-		}
+		// o holds the endpoint, timeout and CA bundle, without a key.
 	case err != nil:
 		return nil, err
 	default:
@@ -327,8 +324,15 @@ func IsCredentialsMissing(err error) bool {
 	return errors.As(err, &m)
 }
 
-// ClientOptions reads the key and CA bundle a config points at.
+// ClientOptions reads the key and CA bundle a config points at. When the key
+// is missing (IsCredentialsMissing), the options it returns still hold the
+// endpoint, timeout and CA bundle: a bootstrapping ServiceAccount talks to
+// the server without a key, but never without its CA.
 func ClientOptions(ctx context.Context, kube client.Reader, cfg Config) (terdut.Options, error) {
+	o, err := serverOptions(ctx, kube, cfg)
+	if err != nil {
+		return terdut.Options{}, err
+	}
 	creds := cfg.Spec.Credentials
 	sel := creds.CommonCredentialSelectors.DeepCopy()
 	if err := secretNamespace(cfg, sel.SecretRef); err != nil {
@@ -336,29 +340,38 @@ func ClientOptions(ctx context.Context, kube client.Reader, cfg Config) (terdut.
 	}
 	raw, err := extract(ctx, creds.Source, kube, *sel)
 	if kerrors.IsNotFound(err) {
-		return terdut.Options{}, credentialsMissing{errors.Wrapf(err, errGetCreds, cfg.Kind, cfg.Name)}
+		return o, credentialsMissing{errors.Wrapf(err, errGetCreds, cfg.Kind, cfg.Name)}
 	}
 	if err != nil {
 		return terdut.Options{}, errors.Wrapf(err, errGetCreds, cfg.Kind, cfg.Name)
 	}
 	token := strings.TrimSpace(string(raw))
 	if token == "" {
-		return terdut.Options{}, credentialsMissing{errors.Errorf(errEmptyCreds, cfg.Kind, cfg.Name)}
+		return o, credentialsMissing{errors.Errorf(errEmptyCreds, cfg.Kind, cfg.Name)}
 	}
-	o := terdut.Options{Endpoint: cfg.Spec.Endpoint, Token: terdut.Secret(token)}
+	o.Token = terdut.Secret(token)
+	return o, nil
+}
+
+// serverOptions are a config's endpoint, timeout and CA bundle: everything
+// but the key.
+func serverOptions(ctx context.Context, kube client.Reader, cfg Config) (terdut.Options, error) {
+	o := terdut.Options{Endpoint: cfg.Spec.Endpoint}
 	if cfg.Spec.RequestTimeout != nil {
 		o.Timeout = cfg.Spec.RequestTimeout.Duration
 	}
-	if ca := cfg.Spec.CABundleSecretRef.DeepCopy(); ca != nil {
-		if err := secretNamespace(cfg, ca); err != nil {
-			return terdut.Options{}, err
-		}
-		s := &corev1.Secret{}
-		if err := kube.Get(ctx, types.NamespacedName{Namespace: ca.Namespace, Name: ca.Name}, s); err != nil {
-			return terdut.Options{}, errors.Wrapf(err, errGetCA, cfg.Kind, cfg.Name)
-		}
-		o.CABundle = s.Data[ca.Key]
+	ca := cfg.Spec.CABundleSecretRef.DeepCopy()
+	if ca == nil {
+		return o, nil
 	}
+	if err := secretNamespace(cfg, ca); err != nil {
+		return terdut.Options{}, err
+	}
+	s := &corev1.Secret{}
+	if err := kube.Get(ctx, types.NamespacedName{Namespace: ca.Namespace, Name: ca.Name}, s); err != nil {
+		return terdut.Options{}, errors.Wrapf(err, errGetCA, cfg.Kind, cfg.Name)
+	}
+	o.CABundle = s.Data[ca.Key]
 	return o, nil
 }
 

@@ -114,7 +114,10 @@ func TestConnect(t *testing.T) {
 				&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "empty"}, Spec: cspec("crossplane-system", "blank")},
 				keySecret("crossplane-system", "blank", "  \n"),
 			},
-			err: credentialsMissing{errors.Errorf(errEmptyCreds, "ClusterProviderConfig", "empty")},
+			// The options still say where the server is, and how to trust
+			// it: a bootstrapping ServiceAccount goes on without a key.
+			want: terdut.Options{Endpoint: "http://127.0.0.1:1", Timeout: 5 * time.Second},
+			err:  credentialsMissing{errors.Errorf(errEmptyCreds, "ClusterProviderConfig", "empty")},
 		},
 	}
 	for name, tc := range cases {
