@@ -145,11 +145,15 @@ func run(f flags) error {
 				MRStateMetrics:          stateMetrics,
 			},
 		},
-		Clients:            terdut.NewCache(),
+		Servers: &generic.Servers{
+			Kube:     mgr.GetClient(),
+			Reader:   mgr.GetAPIReader(),
+			Clients:  terdut.NewCache(),
+			TeamKeys: &generic.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace},
+		},
 		ManagementPolicies: f.managementPolicies,
 		Namespace:          f.namespace,
 	}
-	o.TeamKeys = &generic.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace}
 	if f.changeLogs {
 		conn, err := grpc.NewClient("unix://"+f.changeLogsSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {

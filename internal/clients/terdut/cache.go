@@ -3,6 +3,7 @@ package terdut
 import (
 	"crypto/sha256"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,6 +17,7 @@ type Cache struct {
 	mu      sync.Mutex
 	entries map[string]cacheEntry
 	newFn   func(Options) (*Client, error)
+	builds  int
 }
 
 type cacheEntry struct {
@@ -56,6 +58,7 @@ func (c *Cache) Get(owner string, o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.builds++
 	if old, ok := c.entries[owner]; ok {
 		old.client.http.CloseIdleConnections()
 	}
@@ -63,14 +66,26 @@ func (c *Cache) Get(owner string, o Options) (*Client, error) {
 	return cl, nil
 }
 
-// Forget drops owner's client, e.g. when its provider config is deleted.
+// Forget drops owner's client and those of every owner below it
+// ("owner/..."), e.g. when its provider config is deleted: the clients of
+// its teams and of other keys go with it.
 func (c *Cache) Forget(owner string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.entries[owner]; ok {
-		e.client.http.CloseIdleConnections()
-		delete(c.entries, owner)
+	for k, e := range c.entries {
+		if k == owner || strings.HasPrefix(k, owner+"/") {
+			e.client.http.CloseIdleConnections()
+			delete(c.entries, k)
+		}
 	}
+}
+
+// Builds returns how many clients the cache has built: a client per
+// reconcile would show here as a number that grows with every poll.
+func (c *Cache) Builds() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.builds
 }
 
 // Len returns how many clients are cached.

@@ -160,9 +160,14 @@ func TestCache(t *testing.T) {
 		t.Errorf("a rotated key: new client=%v, cached=%d; want a new client replacing the old entry", b != a1, c.Len())
 	}
 	_, _ = c.Get("ProviderConfig/team-a/terdut", o)
+	_, _ = c.Get("ClusterProviderConfig/default/team/7", o)
+	_, _ = c.Get("ClusterProviderConfig/default2", o)
 	c.Forget("ClusterProviderConfig/default")
-	if c.Len() != 1 {
-		t.Errorf("after Forget: %d cached, want 1", c.Len())
+	if c.Len() != 2 {
+		t.Errorf("after Forget: %d cached, want 2 (the config's own clients and its team's go; another config's stay)", c.Len())
+	}
+	if c.Builds() != 5 {
+		t.Errorf("Builds() = %d, want 5", c.Builds())
 	}
 }
 

@@ -4,13 +4,11 @@ package deadmanswitch
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/google/go-cmp/cmp"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -21,7 +19,6 @@ import (
 
 const (
 	errListSwitches  = "cannot list dead man's switches"
-	errCreateSwitch  = "cannot create dead man's switch"
 	errUpdateSwitch  = "cannot update dead man's switch"
 	errDeleteSwitch  = "cannot delete dead man's switch"
 	errSwitchMissing = "dead man's switch %d is gone"
@@ -45,26 +42,27 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		GVK:        v1alpha1.DeadmanSwitchGroupVersionKind,
 		Object:     &v1alpha1.DeadmanSwitch{},
 		List:       &v1alpha1.DeadmanSwitchList{},
-		External:   New,
-		UseTeamKey: true,
-		TeamOf: func(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
-			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
-		},
+		External:    New,
+		TeamOf:      teamOf,
+		Credentials: generic.TeamKey(teamOf),
 		// Create lists the team's switches and adopts one of the same name
 		// before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,
 	})
 }
 
+func teamOf(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
+	return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+}
+
 // New returns a DeadmanSwitch's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] {
-	return &external{api: d.Client, record: d.Record, adoptable: d.Adoptable}
+	return &external{api: d.Client, adopter: d.Adopter}
 }
 
 type external struct {
-	api       api
-	record    event.Recorder
-	adoptable generic.Adoptable
+	api     api
+	adopter generic.Adopter
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] = (*external)(nil)
@@ -87,7 +85,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errListSwitches)
 	}
-	cur := find(list, func(s terdut.DeadmanSwitch) bool { return s.ID == id })
+	cur := generic.FindFirst(list, func(s terdut.DeadmanSwitch) bool { return s.ID == id })
 	if cur == nil {
 		return managed.ExternalObservation{}, nil
 	}
@@ -99,46 +97,31 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 
 // Create adopts the team's switch of the same name (an empty spec name
 // matches the name the server derives from the matcher), and creates one
-// otherwise.
+// otherwise. The server has no unique switch names, so only the lookup
+// before the POST keeps a retried Create from duplicating.
 func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalCreation, error) {
 	p := cr.Spec.ForProvider
 	teamID, err := generic.TeamID(p.TeamID, 0)
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	list, err := e.api.ListDeadmanSwitches(ctx, teamID)
-	if err != nil {
-		return managed.ExternalCreation{}, errors.Wrap(err, errListSwitches)
-	}
 	name := EffectiveName(p)
-	byName := func(s terdut.DeadmanSwitch) bool { return s.Name == name }
-	if cur := find(list, byName); cur != nil {
-		return managed.ExternalCreation{}, e.adopt(ctx, cr, name, cur.ID)
-	}
-	s, err := e.api.CreateDeadmanSwitch(ctx, teamID, Desired(p))
-	if terdut.IsConflict(err) {
-		// NOTE: today's server has no unique switch names; should one ever
-		// answer 409, the design's general rule applies: adopt.
-		if list, lerr := e.api.ListDeadmanSwitches(ctx, teamID); lerr == nil {
-			if cur := find(list, byName); cur != nil {
-				return managed.ExternalCreation{}, e.adopt(ctx, cr, name, cur.ID)
-			}
-		}
-	}
+	s, _, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.DeadmanSwitch]{
+		Kind: "dead man's switch", Name: name,
+		Lookup: func(ctx context.Context) (*terdut.DeadmanSwitch, error) {
+			list, err := e.api.ListDeadmanSwitches(ctx, teamID)
+			return generic.FindFirst(list, func(s terdut.DeadmanSwitch) bool { return s.Name == name }), err
+		},
+		Create: func(ctx context.Context) (*terdut.DeadmanSwitch, error) {
+			return e.api.CreateDeadmanSwitch(ctx, teamID, Desired(p))
+		},
+		ID: func(s *terdut.DeadmanSwitch) int64 { return s.ID },
+	})
 	if err != nil {
-		return managed.ExternalCreation{}, errors.Wrap(err, errCreateSwitch)
+		return managed.ExternalCreation{}, err
 	}
 	generic.SetExternalID(cr, s.ID)
 	return managed.ExternalCreation{}, nil
-}
-
-func (e *external) adopt(ctx context.Context, cr *v1alpha1.DeadmanSwitch, name string, id int64) error {
-	if err := e.adoptable.Allowed(ctx, id); err != nil {
-		return err
-	}
-	e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted the existing switch %q (ID %d) instead of creating another", name, id)))
-	generic.SetExternalID(cr, id)
-	return nil
 }
 
 // Update replaces the switch in place (PUT); its ID stays.
@@ -176,15 +159,6 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 
 // Disconnect does nothing: the client is cached and shared.
 func (e *external) Disconnect(_ context.Context) error { return nil }
-
-func find(list []terdut.DeadmanSwitch, match func(terdut.DeadmanSwitch) bool) *terdut.DeadmanSwitch {
-	for i := range list {
-		if match(list[i]) {
-			return &list[i]
-		}
-	}
-	return nil
-}
 
 // EffectiveName is the switch's name on the server: the spec's, or the one
 // the server derives from the matcher when the spec has none.

@@ -121,7 +121,7 @@ func TestObserve(t *testing.T) {
 			teamID := f.Team(t, "Platform")
 			cr := tc.setup(t, f, teamID)
 			f.Server.ResetCounters()
-			e := &external{api: f.Client, record: &controllertest.Recorder{}}
+			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 			got, err := e.Observe(t.Context(), cr)
 			if diff := cmp.Diff(tc.want.err, err, test.EquateErrors()); diff != "" {
 				t.Errorf("\n%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
@@ -200,7 +200,7 @@ func TestCreate(t *testing.T) {
 			}
 			f.Server.ResetCounters()
 			rec := &controllertest.Recorder{}
-			e := &external{api: f.Client, record: rec}
+			e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}}
 			cr := tc.cr(teamID)
 			_, err := e.Create(t.Context(), cr)
 			if (err != nil) != tc.want.err {
@@ -230,7 +230,7 @@ func TestUpdateKeepsID(t *testing.T) {
 	s.Timeout, s.Severity = "1h", "info"
 	id := seed(t, f, teamID, s)
 	cr := sw(teamID, withID(id))
-	e := &external{api: f.Client, record: &controllertest.Recorder{}}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceUpToDate {
 		t.Fatalf("Observe = %+v, %v; want drift", o, err)
 	}
@@ -274,7 +274,7 @@ func TestDelete(t *testing.T) {
 			if tc.fault != nil {
 				f.Server.AddFault(*tc.fault)
 			}
-			e := &external{api: f.Client, record: &controllertest.Recorder{}}
+			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 			_, err := e.Delete(t.Context(), sw(teamID, withID(id)))
 			if (err != nil) != tc.err {
 				t.Errorf("\n%s\nDelete(...): %v, want error %v", tc.reason, err, tc.err)

@@ -53,20 +53,22 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		GVK:        v1alpha1.EscalationPolicyGroupVersionKind,
 		Object:     &v1alpha1.EscalationPolicy{},
 		List:       &v1alpha1.EscalationPolicyList{},
-		External:   New,
-		UseTeamKey: true,
-		TeamOf: func(cr *v1alpha1.EscalationPolicy) (int64, bool) {
-			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
-		},
+		External:    New,
+		TeamOf:      teamOf,
+		Credentials: generic.TeamKey(teamOf),
 		// The external name is the team ID: a retried Create PUTs the same
 		// policy to the same team, so nothing can be duplicated.
 		DeterministicExternalName: true,
 	})
 }
 
+func teamOf(cr *v1alpha1.EscalationPolicy) (int64, bool) {
+	return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+}
+
 // New returns an EscalationPolicy's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.EscalationPolicy] {
-	return &external{api: d.Client, adoptable: d.Adoptable}
+	return &external{api: d.Client, adoptable: d.Adopter.Check}
 }
 
 type external struct {

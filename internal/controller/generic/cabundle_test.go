@@ -9,12 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
-	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -35,20 +33,14 @@ func TestConnectOptionalCredentialsKeepCABundle(t *testing.T) {
 	sa := &v1alpha1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "bootstrap", UID: "sa"}}
 	sa.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "fresh"})
 
-	var got Deps
-	c := &Connector[*v1alpha1.ServiceAccount]{
-		Kube: kube, Usage: &tracked{}, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
-		External:            func(d Deps) managed.TypedExternalClient[*v1alpha1.ServiceAccount] { got = d; return nil },
-		OptionalCredentials: true,
-		ProviderNamespace:   "crossplane-system",
-	}
+	c := newTestConnector(kube, func() resource.ManagedList { return &v1alpha1.ServiceAccountList{} }, "ServiceAccount", BootstrapKey[*v1alpha1.ServiceAccount]())
 	if _, err := c.Connect(t.Context(), sa); err != nil {
 		t.Fatalf("Connect without the key yet: %v", err)
 	}
-	if err := got.Client.Healthz(t.Context()); err != nil {
+	if err := c.got.Client.Healthz(t.Context()); err != nil {
 		t.Errorf("the unauthenticated client does not trust the provider config's CA bundle: %v", err)
 	}
-	withKey, err := got.WithKey("tdk_some_key")
+	withKey, err := c.got.Conn.WithKey("own", "tdk_some_key")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -145,17 +143,13 @@ func TestConnectReusesClient(t *testing.T) {
 	).Build()
 	var clients []*terdut.Client
 	tr := &tracked{}
-	c := &Connector[*v1alpha1.Team]{
-		Kube: kube, Usage: tr, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
-		External: func(d Deps) managed.TypedExternalClient[*v1alpha1.Team] {
-			clients = append(clients, d.Client)
-			return nil
-		},
-	}
+	c := newTestConnector(kube, teams, "Team", InstanceKey[*v1alpha1.Team]())
+	c.Usage = tr
 	for range 3 {
 		if _, err := c.Connect(t.Context(), teamUsing("ClusterProviderConfig", "default")); err != nil {
 			t.Fatal(err)
 		}
+		clients = append(clients, c.got.Client)
 	}
 	if tr.n != 3 || clients[0] != clients[1] || clients[1] != clients[2] {
 		t.Errorf("3 connects: tracked %d, same client %v; want usage tracked each time and one client reused", tr.n, clients[0] == clients[2])
@@ -201,8 +195,7 @@ func TestConnectRefusedSetsRefNotPermitted(t *testing.T) {
 		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds")},
 		keySecret("crossplane-system", "creds", "tdk_instance"),
 	).Build()
-	c := &Connector[*v1alpha1.Team]{Kube: kube, Usage: &tracked{}, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
-		External: func(Deps) managed.TypedExternalClient[*v1alpha1.Team] { return nil }}
+	c := newTestConnector(kube, teams, "Team", InstanceKey[*v1alpha1.Team]())
 	mg := teamUsing("ClusterProviderConfig", "default")
 	if _, err := c.Connect(t.Context(), mg); !IsNotPermitted(err) {
 		t.Fatalf("Connect from a namespace the config does not admit: %v, want refused", err)

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -32,6 +34,30 @@ type notPermitted struct{ error }
 func IsNotPermitted(err error) bool {
 	var np notPermitted
 	return errors.As(err, &np)
+}
+
+// A Gate admits mg to its provider config's server, or refuses it and sets
+// the condition users see. A refusal that IsUntouchable means mg has nothing
+// of its own on the server: being deleted, it goes without a request.
+type Gate[M resource.ModernManaged] func(ctx context.Context, mg M, cfg Config) error
+
+// ConsentGate admits an MR whose namespace its provider config admits
+// (Permitted); the provider's own namespace is the platform's and always
+// admitted.
+func ConsentGate[M resource.ModernManaged](kube client.Reader, providerNamespace string) Gate[M] {
+	return func(ctx context.Context, mg M, cfg Config) error {
+		// NOTE: consent is checked on every Connect, so narrowing it
+		// revokes at the next reconcile; but not while deleting: a refused
+		// MR must still be able to clean up what it made (seed §4.6).
+		if meta.WasDeleted(mg) || (providerNamespace != "" && mg.GetNamespace() == providerNamespace) {
+			return nil
+		}
+		err := Permitted(ctx, kube, cfg, mg.GetNamespace())
+		if IsNotPermitted(err) {
+			mg.SetConditions(Unavailable(ReasonRefNotPermitted, err.Error()))
+		}
+		return err
+	}
 }
 
 // Permitted returns nil when cfg may serve managed resources in namespace ns:

@@ -41,6 +41,34 @@ func IsNotOwned(err error) bool {
 	return errors.As(err, &n)
 }
 
+// leaveAlone marks a refusal that means "nothing on the server is this MR's".
+type leaveAlone interface{ leaveAlone() }
+
+func (notOwned) leaveAlone() {}
+
+// IsUntouchable reports whether err refuses an MR that has nothing of its own
+// on the server: deleting it must touch nothing there.
+func IsUntouchable(err error) bool {
+	var l leaveAlone
+	return errors.As(err, &l)
+}
+
+// OwnershipGate refuses an MR whose (perhaps hand-set) external name is
+// another MR's object, and a child whose team is not a Team of its own
+// namespace using the same provider config. teamOf is nil for kinds that
+// belong to no team.
+func OwnershipGate[M resource.ModernManaged](o Owners, teamOf func(M) (int64, bool)) Gate[M] {
+	return func(ctx context.Context, mg M, _ Config) error {
+		if err := o.CheckExternalName(ctx, mg); err != nil || teamOf == nil {
+			return err
+		}
+		if id, ok := teamOf(mg); ok {
+			return o.CheckTeam(ctx, mg, id)
+		}
+		return nil
+	}
+}
+
 // An Adoptable check says whether the MR may take over the server object with
 // the supplied ID, found by its natural key or after a 409. Nil allows all.
 type Adoptable func(ctx context.Context, id int64) error

@@ -9,14 +9,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
-	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 )
 
 var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -135,14 +132,9 @@ func TestConnectLetsANotOwnedMRGoUntouched(t *testing.T) {
 		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})},
 		keySecret("crossplane-system", "creds", "tdk_instance"),
 	).Build()
-	called := false
-	c := &Connector[*v1alpha1.Team]{
-		Kube: kube, Usage: &tracked{}, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
-		External: func(Deps) managed.TypedExternalClient[*v1alpha1.Team] { called = true; return nil },
-		Owners:   Owners{Kube: kube, NewList: func() resource.ManagedList { return &v1alpha1.TeamList{} }, Kind: "Team"},
-	}
+	c := newTestConnector(kube, teams, "Team", InstanceKey[*v1alpha1.Team]())
 	ext, err := c.Connect(t.Context(), grab)
-	if err != nil || called {
+	if called := c.got.Client != nil; err != nil || called {
 		t.Fatalf("Connect of a not-owned MR being deleted = %v (real client built: %v); want the untouched client", err, called)
 	}
 	if o, err := ext.Observe(t.Context(), grab); err != nil || o.ResourceExists {

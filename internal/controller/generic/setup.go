@@ -16,7 +16,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
-	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 )
 
 const errStateMetrics = "cannot register the MR state metrics recorder for %s"
@@ -26,14 +25,11 @@ const errStateMetrics = "cannot register the MR state metrics recorder for %s"
 type Options struct {
 	controller.Options
 
-	// Clients is the one terdut client cache of the process.
-	Clients *terdut.Cache
+	// Servers is the process's client cache and team-scoped keys.
+	Servers *Servers
 
 	// ManagementPolicies turns spec.managementPolicies on (the default).
 	ManagementPolicies bool
-
-	// TeamKeys keeps team-scoped keys in the provider's namespace.
-	TeamKeys *TeamKeys
 
 	// Namespace is the provider's own namespace.
 	Namespace string
@@ -59,12 +55,11 @@ type Kind[M resource.ModernManaged] struct {
 	// OwnsSecrets watches the Secrets the MR controls (its connection
 	// Secret), so that losing one is noticed at once.
 	OwnsSecrets bool
-	// TeamOf returns the team an MR belongs to once known; nil for a Team.
+	// TeamOf returns the team an MR belongs to once known; nil for kinds
+	// that belong to no team. That team must be a Team of its namespace.
 	TeamOf func(M) (int64, bool)
-	// UseTeamKey: the kind talks to the server with its team's scoped key.
-	UseTeamKey bool
-	// OptionalCredentials lets Connect go on without the config's key.
-	OptionalCredentials bool
+	// Credentials choose the key the kind talks to the server with.
+	Credentials Credentials[M]
 }
 
 // SetupGated sets the kind's controller up once its CRD is established when
@@ -86,23 +81,21 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	name := managed.ControllerName(k.GroupKind)
 	record := NewRecorder(mgr, name)
 
+	owners := Owners{
+		Kube:    mgr.GetClient(),
+		NewList: func() resource.ManagedList { return k.List.DeepCopyObject().(resource.ManagedList) }, //nolint:forcetypeassert // A copy of a ManagedList is one.
+		Kind:    k.GVK.Kind,
+	}
 	conn := &Connector[M]{
-		Kube:     mgr.GetClient(),
-		Usage:    resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
-		Clients:  o.Clients,
-		Record:   record,
-		External: k.External,
-		Owners: Owners{
-			Kube:    mgr.GetClient(),
-			NewList: func() resource.ManagedList { return k.List.DeepCopyObject().(resource.ManagedList) }, //nolint:forcetypeassert // A copy of a ManagedList is one.
-			Kind:    k.GVK.Kind,
-		},
-		TeamOf:              k.TeamOf,
-		UseTeamKey:          k.UseTeamKey,
-		TeamKeys:            o.TeamKeys,
-		OptionalCredentials: k.OptionalCredentials,
-		ProviderNamespace:   o.Namespace,
-		Reader:              mgr.GetAPIReader(),
+		Kube:        mgr.GetClient(),
+		Reader:      mgr.GetAPIReader(),
+		Usage:       resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
+		Servers:     o.Servers,
+		Record:      record,
+		Gates:       []Gate[M]{ConsentGate[M](mgr.GetClient(), o.Namespace), OwnershipGate(owners, k.TeamOf)},
+		Credentials: k.Credentials,
+		Owners:      owners,
+		External:    k.External,
 	}
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[M](conn),

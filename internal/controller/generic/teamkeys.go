@@ -150,16 +150,14 @@ func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Clie
 // past the cache, or a new Secret when cur is nil.
 func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, cur *corev1.Secret) (terdut.Secret, error) {
 	acct := AccountName(teamID)
-	sa, err := instance.GetServiceAccountByName(ctx, acct)
-	if err == nil && sa == nil {
-		sa, err = instance.CreateServiceAccount(ctx, terdut.ServiceAccount{Name: acct, Scope: terdut.ScopeTeam, TeamID: &teamID})
-		if terdut.IsConflict(err) {
-			sa, err = instance.GetServiceAccountByName(ctx, acct)
-		}
-	}
-	if err == nil && sa == nil {
-		err = errors.New("the service account vanished")
-	}
+	sa, _, err := AdoptOrCreate(ctx, Adopter{}, Natural[terdut.ServiceAccount]{
+		Kind: "service account", Name: acct,
+		Lookup: func(ctx context.Context) (*terdut.ServiceAccount, error) { return instance.GetServiceAccountByName(ctx, acct) },
+		Create: func(ctx context.Context) (*terdut.ServiceAccount, error) {
+			return instance.CreateServiceAccount(ctx, terdut.ServiceAccount{Name: acct, Scope: terdut.ScopeTeam, TeamID: &teamID})
+		},
+		ID: func(sa *terdut.ServiceAccount) int64 { return sa.ID },
+	})
 	if err != nil {
 		return "", errors.Wrapf(err, errMintTeamKey, teamID)
 	}
@@ -188,6 +186,13 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
 	}
 	return key.Key, nil
+}
+
+// Held reports whether a team's key Secret is still there (through the
+// cache): a Team keeps its finalizer until it is gone.
+func (k *TeamKeys) Held(ctx context.Context, cfg Config, teamID int64) (bool, error) {
+	s, err := k.secret(ctx, k.Kube, cfg, teamID)
+	return s != nil, err
 }
 
 // Revoke deletes a team's service account (and so its keys) on the server

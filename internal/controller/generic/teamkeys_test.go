@@ -15,9 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 
@@ -153,17 +150,14 @@ func TestConnectGivesChildrenTeamKeysOnly(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
 
 	connect := func(useTeamKey bool, mg *v1alpha1.Team) (Deps, error) {
-		var got Deps
-		c := &Connector[*v1alpha1.Team]{
-			Kube: kube, Usage: &tracked{}, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
-			External:   func(d Deps) managed.TypedExternalClient[*v1alpha1.Team] { got = d; return nil },
-			Owners:     Owners{Kube: kube, NewList: func() resource.ManagedList { return &v1alpha1.TeamList{} }, Kind: "Team"},
-			TeamOf:     func(*v1alpha1.Team) (int64, bool) { return tm.ID, true },
-			UseTeamKey: useTeamKey,
-			TeamKeys:   &TeamKeys{Kube: kube, Namespace: "crossplane-system"},
+		teamOf := func(*v1alpha1.Team) (int64, bool) { return tm.ID, true }
+		creds := InstanceKey[*v1alpha1.Team]()
+		if useTeamKey {
+			creds = TeamKey(teamOf)
 		}
+		c := newTestConnector(kube, teams, "Team", creds, withTeamOf(teamOf))
 		_, err := c.Connect(t.Context(), mg)
-		return got, err
+		return *c.got, err
 	}
 	child := mgTeam("team-a", "child", "c", "", "default", 0)
 	d, err := connect(true, child)
@@ -244,15 +238,8 @@ func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
 			cpc.Spec.Endpoint = hs.URL
 			team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
 			kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
-			external := false
-			c := &Connector[*v1alpha1.Team]{
-				Kube: kube, Usage: &tracked{}, Clients: terdut.NewCache(), Record: event.NewNopRecorder(),
-				External:   func(Deps) managed.TypedExternalClient[*v1alpha1.Team] { external = true; return nil },
-				Owners:     Owners{Kube: kube, NewList: func() resource.ManagedList { return &v1alpha1.TeamList{} }, Kind: "Team"},
-				TeamOf:     func(*v1alpha1.Team) (int64, bool) { return tm.ID, tc.teamKnown },
-				UseTeamKey: true,
-				TeamKeys:   &TeamKeys{Kube: kube, Namespace: "crossplane-system"},
-			}
+			teamOf := func(*v1alpha1.Team) (int64, bool) { return tm.ID, tc.teamKnown }
+			c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), withTeamOf(teamOf))
 			child := mgTeam("team-a", "child", "c", "", "default", 0)
 			if tc.deleting {
 				now := metav1.Now()
@@ -263,7 +250,7 @@ func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
 			if (err != nil) != tc.want.err || isUntouched != tc.want.untouched {
 				t.Fatalf("%s\nConnect: err %v, untouched %t; want err %t, untouched %t", tc.reason, err, isUntouched, tc.want.err, tc.want.untouched)
 			}
-			if !tc.want.err && !tc.want.untouched && !external {
+			if external := c.got.Client != nil; !tc.want.err && !tc.want.untouched && !external {
 				t.Errorf("%s\nthe kind's external client was not made", tc.reason)
 			}
 			if got := double.Count("POST /api/service-accounts/{id}/keys"); got != tc.want.mints {

@@ -46,7 +46,6 @@ const (
 
 const (
 	errListIntegrations  = "cannot list integrations"
-	errCreateIntegration = "cannot create integration"
 	errRenameIntegration = "cannot rename integration"
 	errDeleteIntegration = "cannot delete integration"
 	errNoSecretRef       = "spec.writeConnectionSecretToRef is required: the webhook url and key are written only there"
@@ -54,7 +53,6 @@ const (
 	errWriteSecret       = "cannot write the webhook url and key to the connection Secret %q; integration %d was deleted again since nobody holds its key"
 	errWriteSecretKept   = "cannot write the webhook url and key to the connection Secret %q, nor delete integration %d again: its key is lost"
 	errSecretLost        = "the connection Secret lost the webhook url and key: see the Ready condition"
-	errSaveExternalName  = "cannot record the new integration's ID %d"
 	msgSecretLost        = "Secret %q no longer holds the webhook url and key of integration %d, and terdut-server never shows them again. No new key was minted, so nothing that sends to this integration broke. To get a new URL and key, delete and recreate this Integration."
 	msgKeyRotated        = "kind changed from %s to %s: integration %d was deleted and %d created in its place, with a NEW webhook URL and key in Secret %q. Senders using the old URL and key fail until they read the new Secret."
 )
@@ -76,11 +74,9 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		GVK:        v1alpha1.IntegrationGroupVersionKind,
 		Object:     &v1alpha1.Integration{},
 		List:       &v1alpha1.IntegrationList{},
-		External:   New,
-		UseTeamKey: true,
-		TeamOf: func(cr *v1alpha1.Integration) (int64, bool) {
-			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
-		},
+		External:    New,
+		TeamOf:      teamOf,
+		Credentials: generic.TeamKey(teamOf),
 		// Create lists the team's integrations and adopts one of the same
 		// name before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,
@@ -88,20 +84,25 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 	})
 }
 
+func teamOf(cr *v1alpha1.Integration) (int64, bool) {
+	return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+}
+
 // New returns an Integration's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Integration] {
-	return &external{api: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adoptable: d.Adoptable}
+	return &external{api: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adopter: d.Adopter}
 }
 
 type external struct {
 	api  api
 	kube client.Client
 	// reader reads past the cache, to confirm a Secret the cache misses.
-	reader    client.Reader
-	record    event.Recorder
-	adoptable generic.Adoptable
-	// observed is what Observe found in this reconcile; Update uses it.
-	observed *terdut.Integration
+	reader  client.Reader
+	record  event.Recorder
+	adopter generic.Adopter
+	// replace is an integration Observe found of another kind than the
+	// spec's: Create deletes it before it creates the new one.
+	replace *terdut.Integration
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.Integration] = (*external)(nil)
@@ -126,12 +127,19 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 	if err != nil || cur == nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.observed = cur
 	cr.Status.AtProvider = v1alpha1.IntegrationObservation{ID: cur.ID, TeamID: teamID, Kind: cur.Kind, Name: cur.Name}
-	diff := Diff(cr.Spec.ForProvider, *cur)
 	if meta.WasDeleted(cr) {
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
+	if cur.Kind != kindOf(cr.Spec.ForProvider) && mayCreate(cr) {
+		// NOTE: the server cannot change a kind: the integration is
+		// replaced, and Create does that, because the runtime records
+		// the ID of what Create made (after an Update it records status
+		// only).
+		e.replace = cur
+		return managed.ExternalObservation{}, nil
+	}
+	diff := Diff(cr.Spec.ForProvider, *cur)
 
 	details, err := e.secretDetails(ctx, e.kube, cr, id)
 	if err == nil && details == nil && e.reader != nil {
@@ -142,9 +150,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	// NOTE: a kind change recreates the integration anyway, which writes a
-	// new Secret; only an unchanged integration can have lost its key.
-	if details == nil && cur.Kind == kindOf(cr.Spec.ForProvider) {
+	if details == nil {
 		msg := fmt.Sprintf(msgSecretLost, secretName(cr), id)
 		cr.SetConditions(generic.Unavailable(ReasonWebhookSecretLost, msg))
 		e.record.Event(cr, event.Warning(event.Reason(ReasonWebhookSecretLost), errors.New(msg)))
@@ -160,12 +166,7 @@ func (e *external) find(ctx context.Context, teamID int64, match func(terdut.Int
 	if err != nil {
 		return nil, errors.Wrap(err, errListIntegrations)
 	}
-	for i := range list {
-		if match(list[i]) {
-			return &list[i], nil
-		}
-	}
-	return nil, nil //nolint:nilnil // No match is not an error.
+	return generic.FindFirst(list, match), nil
 }
 
 // secretDetails returns the url and key in the connection Secret, or nil
@@ -188,6 +189,8 @@ func (e *external) secretDetails(ctx context.Context, r client.Reader, cr *v1alp
 // Create adopts the team's integration of the same name if there is one
 // (its key stays wherever an earlier attempt wrote it), and otherwise POSTs
 // one and writes its url and key to the connection Secret before returning.
+// An integration of another kind that Observe found is deleted first: that
+// rotates the key, and a Warning says so.
 func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalCreation, error) {
 	p := cr.Spec.ForProvider
 	if cr.GetWriteConnectionSecretToReference() == nil {
@@ -197,39 +200,50 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	byName := func(in terdut.Integration) bool { return in.Name == p.Name }
-	cur, err := e.find(ctx, teamID, byName)
+	old := e.replace
+	if old != nil {
+		if err := e.api.DeleteIntegration(ctx, teamID, old.ID); err != nil && !terdut.IsNotFound(err) {
+			return managed.ExternalCreation{}, errors.Wrap(err, errDeleteIntegration)
+		}
+	}
+	in, adopted, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.Integration]{
+		Kind: "integration", Name: p.Name,
+		Lookup: func(ctx context.Context) (*terdut.Integration, error) { return e.find(ctx, teamID, byName(p.Name)) },
+		Create: func(ctx context.Context) (*terdut.Integration, error) {
+			return e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
+		},
+		ID:   func(in *terdut.Integration) int64 { return in.ID },
+		Note: fmt.Sprintf("; its url and key are usable only if Secret %q already holds them", secretName(cr)),
+	})
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	if cur != nil {
-		return managed.ExternalCreation{}, e.adopt(ctx, cr, cur.ID)
-	}
-	in, err := e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
-	if terdut.IsConflict(err) {
-		// NOTE: the contract has no unique integration names; a server
-		// answering 409 anyway gets the design's general rule: adopt.
-		if cur, ferr := e.find(ctx, teamID, byName); ferr == nil && cur != nil {
-			return managed.ExternalCreation{}, e.adopt(ctx, cr, cur.ID)
-		}
-	}
-	if err != nil {
-		return managed.ExternalCreation{}, errors.Wrap(err, errCreateIntegration)
+	if adopted {
+		generic.SetExternalID(cr, in.ID)
+		return managed.ExternalCreation{}, nil
 	}
 	if err := e.keep(ctx, cr, teamID, in); err != nil {
 		return managed.ExternalCreation{}, err
+	}
+	if old != nil {
+		e.record.Event(cr, event.Warning(generic.ReasonKeyRotated, errors.Errorf(msgKeyRotated, old.Kind, in.Kind, old.ID, in.ID, secretName(cr))))
 	}
 	generic.SetExternalID(cr, in.ID)
 	return managed.ExternalCreation{ConnectionDetails: details(in)}, nil
 }
 
-func (e *external) adopt(ctx context.Context, cr *v1alpha1.Integration, id int64) error {
-	if err := e.adoptable.Allowed(ctx, id); err != nil {
-		return err
+func byName(name string) func(terdut.Integration) bool {
+	return func(in terdut.Integration) bool { return in.Name == name }
+}
+
+// mayCreate says whether the MR's management policies let Create run.
+func mayCreate(cr *v1alpha1.Integration) bool {
+	for _, p := range cr.GetManagementPolicies() {
+		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionCreate {
+			return true
+		}
 	}
-	e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted the existing integration %q (ID %d) instead of creating another; its url and key are usable only if Secret %q already holds them", cr.Spec.ForProvider.Name, id, secretName(cr))))
-	generic.SetExternalID(cr, id)
-	return nil
+	return len(cr.GetManagementPolicies()) == 0
 }
 
 // keep writes a just-created integration's url and key to the connection
@@ -252,9 +266,8 @@ func (e *external) keep(ctx context.Context, cr *v1alpha1.Integration, teamID in
 	return errors.Wrapf(err, errWriteSecret, secretName(cr), in.ID)
 }
 
-// Update renames in place; a kind change deletes the integration and creates
-// a new one (the server cannot change a kind), which rotates its URL and key
-// and says so in a Warning event.
+// Update renames in place; the URL and key stay. (A kind change is a
+// replacement, done by Create.)
 func (e *external) Update(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalUpdate, error) {
 	id, _, err := generic.ExternalID(cr)
 	if err != nil {
@@ -264,36 +277,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.Integration) (manage
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	p := cr.Spec.ForProvider
-	cur := e.observed
-	if cur != nil && cur.Kind != kindOf(p) {
-		return managed.ExternalUpdate{}, e.recreate(ctx, cr, teamID, cur)
-	}
-	return managed.ExternalUpdate{}, errors.Wrap(e.api.RenameIntegration(ctx, teamID, id, p.Name), errRenameIntegration)
-}
-
-// recreate replaces an integration whose kind changed. NOTE: the order is
-// delete, create, write the Secret, record the ID; an interruption at any
-// point is resumed by Observe (old ID gone) and Create (adopts by name, and
-// the Secret's ID annotation says whether it holds the new key).
-func (e *external) recreate(ctx context.Context, cr *v1alpha1.Integration, teamID int64, old *terdut.Integration) error {
-	p := cr.Spec.ForProvider
-	if err := e.api.DeleteIntegration(ctx, teamID, old.ID); err != nil && !terdut.IsNotFound(err) {
-		return errors.Wrap(err, errDeleteIntegration)
-	}
-	in, err := e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
-	if err != nil {
-		return errors.Wrap(err, errCreateIntegration)
-	}
-	if err := e.keep(ctx, cr, teamID, in); err != nil {
-		return err
-	}
-	e.record.Event(cr, event.Warning(generic.ReasonKeyRotated, errors.Errorf(msgKeyRotated, old.Kind, in.Kind, old.ID, in.ID, secretName(cr))))
-	orig := cr.DeepCopy()
-	generic.SetExternalID(cr, in.ID)
-	// NOTE: the reconciler persists only status after Update, so the new
-	// external name is patched here.
-	return errors.Wrapf(e.kube.Patch(ctx, cr, client.MergeFrom(orig)), errSaveExternalName, in.ID)
+	return managed.ExternalUpdate{}, errors.Wrap(e.api.RenameIntegration(ctx, teamID, id, cr.Spec.ForProvider.Name), errRenameIntegration)
 }
 
 // Delete deletes the integration; one already gone is not an error. The

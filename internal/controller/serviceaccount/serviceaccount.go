@@ -1,18 +1,14 @@
 // Package serviceaccount manages terdut service accounts and their keys as
 // ServiceAccount managed resources, including the self-registration of a
-// fresh server (bootstrap, seed §6.1) and key rotation (§6.6).
+// fresh server (bootstrap, seed §6.1, in bootstrap.go) and key rotation
+// (§6.6, in keys.go).
 package serviceaccount
 
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,7 +16,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -47,20 +42,21 @@ const (
 )
 
 const (
-	errHealthz         = "waiting for terdut-server to answer /healthz before bootstrapping it"
-	errBootstrap       = "cannot bootstrap terdut-server"
-	errCheckpoint      = "cannot checkpoint the bootstrap admin key; it is lost"
-	errStateLost       = "terdut-server is already bootstrapped (403), and neither a usable credential nor the checkpoint Secret %q is left. Fail-closed: nothing was changed. Recover by recreating the server (a fresh install), or give the provider config a valid instance key."
-	errNoCredential    = "no credential to manage service account %q: the provider config's key is missing and bootstrap is not set"
-	errLookup          = "cannot look up service account"
-	errCreate          = "cannot create service account"
-	errConflictGone    = "the server answered 409 for service account %q, but no account of that name can be found"
-	errMint            = "cannot mint a key"
-	errRevoke          = "cannot revoke the old key %d"
-	errDelete          = "cannot delete service account"
-	errSecret          = "cannot read or write Secret %q"
-	errNoTeam          = "spec.forProvider.teamId is not resolved yet"
-	errDeleteCheckpt   = "cannot delete the bootstrap checkpoint Secret %q"
+	errHealthz       = "waiting for terdut-server to answer /healthz before bootstrapping it"
+	errBootstrap     = "cannot bootstrap terdut-server"
+	errCheckpoint    = "cannot checkpoint the bootstrap admin key; it is lost"
+	errStateLost     = "terdut-server is already bootstrapped (403), and neither a usable credential nor the checkpoint Secret %q is left. Fail-closed: nothing was changed. Recover by recreating the server (a fresh install), or give the provider config a valid instance key."
+	errNoCredential  = "no credential to manage service account %q: the provider config's key is missing and bootstrap is not set"
+	errLookup        = "cannot look up service account"
+	errMint          = "cannot mint a key"
+	errRevoke        = "cannot revoke the old key %d"
+	errDelete        = "cannot delete service account"
+	errSecret        = "cannot read or write Secret %q"
+	errNoTeam        = "spec.forProvider.teamId is not resolved yet"
+	errDeleteCheckpt = "cannot delete the bootstrap checkpoint Secret %q"
+	diffKey          = "the connection Secret needs a new key (missing, rotation due or requested, or an old key to revoke)"
+	diffCheckpoint   = "the bootstrap checkpoint (an admin key) is still there"
+
 	reasonRotated      = "RotatedKey"
 	reasonBootstrapped = "Bootstrapped"
 )
@@ -91,7 +87,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		DeterministicExternalName: true,
 		OwnsSecrets:               true,
 		// NOTE: its provider config may name the very Secret it writes.
-		OptionalCredentials: true,
+		Credentials: generic.BootstrapKey[*v1alpha1.ServiceAccount](),
 		// A team-scoped account's team must be a Team of its namespace: no
 		// tenant may mint a key for another's team.
 		TeamOf: func(cr *v1alpha1.ServiceAccount) (int64, bool) {
@@ -105,17 +101,13 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 
 // New returns a ServiceAccount's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.ServiceAccount] {
-	e := &external{pc: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adoptable: d.Adoptable, now: time.Now}
-	e.withKey = func(tok terdut.Secret) (api, error) {
-		c, err := d.WithKey(tok)
-		if err != nil {
-			return nil, err
+	e := &external{pc: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adopter: d.Adopter, now: time.Now}
+	if d.Conn != nil {
+		e.endpoint = d.Conn.Endpoint()
+		e.pcAuthenticated = d.Conn.Authenticated()
+		e.withKey = func(purpose string, tok terdut.Secret) (api, error) {
+			return d.Conn.WithKey(purpose, tok)
 		}
-		return c, nil
-	}
-	if d.Client != nil {
-		e.endpoint = d.Client.Endpoint()
-		e.pcAuthenticated = d.Authenticated
 	}
 	return e
 }
@@ -123,93 +115,29 @@ func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.ServiceAccount] {
 type external struct {
 	pc              api
 	pcAuthenticated bool
-	withKey         func(terdut.Secret) (api, error)
-	endpoint        string
-	kube            client.Client
-	reader          client.Reader
-	record          event.Recorder
-	adoptable       generic.Adoptable
-	now             func() time.Time
+	// withKey is a client of the same server with another key, cached
+	// under purpose.
+	withKey  func(purpose string, tok terdut.Secret) (api, error)
+	endpoint string
+	kube     client.Client
+	reader   client.Reader
+	record   event.Recorder
+	adopter  generic.Adopter
+	now      func() time.Time
 
 	observed *terdut.ServiceAccount
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.ServiceAccount] = (*external)(nil)
 
-// keyState is what the connection Secret says about the active key.
-type keyState struct {
-	exists    bool
-	token     terdut.Secret
-	accountID int64
-	keyID     int64
-	mintedAt  time.Time
-	request   string
-	revokeID  int64
-}
-
-func secretName(cr *v1alpha1.ServiceAccount) string {
-	if r := cr.GetWriteConnectionSecretToReference(); r != nil {
-		return r.Name
-	}
-	return ""
-}
-
-func checkpointName(cr *v1alpha1.ServiceAccount) string { return cr.GetName() + checkpointSuffix }
-
-// secret reads past the cache: the key state is what this client wrote
-// last, and a stale copy would mint again or lose a revocation.
-func (e *external) secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	err := e.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)
-	if kerrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return s, errors.Wrapf(err, errSecret, name)
-}
-
-func (e *external) keyState(ctx context.Context, cr *v1alpha1.ServiceAccount) (keyState, error) {
-	s, err := e.secret(ctx, cr.GetNamespace(), secretName(cr))
-	if err != nil || s == nil {
-		return keyState{}, err
-	}
-	num := func(k string) int64 { n, _ := strconv.ParseInt(s.Annotations[k], 10, 64); return n }
-	ks := keyState{exists: true, token: terdut.Secret(s.Data[SecretKeyToken]), accountID: num(AnnotationAccountID), keyID: num(AnnotationKeyID), request: s.Annotations[AnnotationRequest], revokeID: num(AnnotationRevokeKeyID)}
-	ks.mintedAt, _ = time.Parse(time.RFC3339, s.Annotations[AnnotationMintedAt])
-	return ks, nil
-}
-
-// admin returns a client that may manage service accounts: the provider
-// config's key, else this account's own key (instance scope), else the
-// bootstrap checkpoint. nil when there is none.
-func (e *external) admin(ctx context.Context, cr *v1alpha1.ServiceAccount, ks keyState) (api, error) {
-	if e.pcAuthenticated {
-		return e.pc, nil
-	}
-	if ks.token != "" && cr.Spec.ForProvider.Scope == terdut.ScopeInstance {
-		return e.withKey(ks.token)
-	}
-	cp, err := e.secret(ctx, cr.GetNamespace(), checkpointName(cr))
-	if err != nil {
-		return nil, err
-	}
-	if cp != nil && len(cp.Data[SecretKeyToken]) > 0 {
-		return e.withKey(terdut.Secret(cp.Data[SecretKeyToken]))
-	}
-	return nil, nil //nolint:nilnil // No credential is a state, not an error.
-}
-
-// mustAdmin is admin, with no credential at all an error.
-func (e *external) mustAdmin(ctx context.Context, cr *v1alpha1.ServiceAccount, ks keyState) (api, error) {
-	c, err := e.admin(ctx, cr, ks)
-	if err == nil && c == nil {
-		err = errors.Errorf(errNoCredential, cr.Spec.ForProvider.Name)
-	}
-	return c, err
+// purpose names, in the client cache, the client of one key of cr.
+func purpose(cr *v1alpha1.ServiceAccount, which string) string {
+	return "ServiceAccount/" + cr.GetNamespace() + "/" + cr.GetName() + "/" + which
 }
 
 // Observe finds the account by name and checks the key in the connection
-// Secret: a missing key, a due or requested rotation, or an old key still
-// to revoke make it not up to date.
+// Secret: a missing key, a due or requested rotation, an old key still to
+// revoke or a bootstrap checkpoint left behind make it not up to date.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalObservation, error) {
 	id, ok, err := generic.ExternalID(cr)
 	if err != nil || !ok {
@@ -241,53 +169,23 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 	if meta.WasDeleted(cr) {
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
-	// A checkpoint left behind by an interrupted bootstrap is deleted once
-	// the account's own key is in place: an admin key must not linger.
-	if ks.token != "" && ks.accountID == sa.ID {
-		if err := e.deleteCheckpoint(ctx, cr); err != nil {
+	diff := ""
+	switch {
+	case ks.token == "" || ks.accountID != sa.ID || ks.revokeID != 0 || e.rotationDue(cr, ks):
+		diff = diffKey
+	default:
+		// An admin key must not linger once the account's own key is in
+		// place: Update deletes the checkpoint an interrupted bootstrap
+		// left behind.
+		cp, err := e.checkpoint(ctx, e.kube, cr)
+		if err != nil {
 			return managed.ExternalObservation{}, err
 		}
-	}
-	upToDate := ks.token != "" && ks.accountID == sa.ID && ks.revokeID == 0 && !e.rotationDue(cr, ks)
-	diff := ""
-	if !upToDate {
-		diff = "the connection Secret needs a new key (missing, rotation due or requested, or an old key to revoke)"
-	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, Diff: diff, ConnectionDetails: e.details(ks.token)}, nil
-}
-
-func (e *external) rotationDue(cr *v1alpha1.ServiceAccount, ks keyState) bool {
-	r := cr.Spec.ForProvider.KeyRotation
-	if r == nil {
-		return false
-	}
-	if r.RotationRequest != "" && r.RotationRequest != ks.request {
-		return true
-	}
-	return r.Interval != nil && !ks.mintedAt.IsZero() && !e.now().Before(ks.mintedAt.Add(r.Interval.Duration))
-}
-
-func (e *external) observation(cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount, ks keyState) v1alpha1.ServiceAccountObservation {
-	o := v1alpha1.ServiceAccountObservation{ID: sa.ID, Scope: sa.Scope, ActiveKeyID: ks.keyID, LastRotationRequest: ks.request}
-	if sa.TeamID != nil {
-		o.TeamID = *sa.TeamID
-	}
-	if !ks.mintedAt.IsZero() {
-		t := metav1.NewTime(ks.mintedAt)
-		o.KeyMintedAt = &t
-		if r := cr.Spec.ForProvider.KeyRotation; r != nil && r.Interval != nil {
-			n := metav1.NewTime(ks.mintedAt.Add(r.Interval.Duration))
-			o.NextRotationAt = &n
+		if cp != nil {
+			diff = diffCheckpoint
 		}
 	}
-	return o
-}
-
-func (e *external) details(tok terdut.Secret) managed.ConnectionDetails {
-	if tok == "" {
-		return nil
-	}
-	return managed.ConnectionDetails{SecretKeyToken: []byte(tok.Reveal()), SecretKeyEndpoint: []byte(e.endpoint)}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff, ConnectionDetails: e.details(ks.token)}, nil
 }
 
 // Create resumes or starts the way to a working key: a credential (the
@@ -316,7 +214,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	if !(ks.token != "" && ks.accountID == sa.ID && e.works(ctx, ks.token)) {
+	if !(ks.token != "" && ks.accountID == sa.ID && e.works(ctx, cr, ks.token)) {
 		if ks, err = e.mint(ctx, c, cr, sa, ks); err != nil {
 			return managed.ExternalCreation{}, err
 		}
@@ -328,134 +226,28 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	return managed.ExternalCreation{ConnectionDetails: e.details(ks.token)}, nil
 }
 
-// works reports whether a key is accepted by the server.
-func (e *external) works(ctx context.Context, tok terdut.Secret) bool {
-	c, err := e.withKey(tok)
-	if err != nil {
-		return false
-	}
-	_, err = c.ListUsers(ctx)
-	return err == nil
-}
-
-// bootstrap calls the single-shot /api/bootstrap once /healthz answers, and
-// checkpoints the admin key before anything else is done with it.
-func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (api, error) {
-	if err := e.pc.Healthz(ctx); err != nil {
-		return nil, errors.Wrap(err, errHealthz)
-	}
-	b := cr.Spec.ForProvider.Bootstrap
-	rsp, err := e.pc.Bootstrap(ctx, terdut.BootstrapRequest{Username: b.Username, Email: b.Email})
-	if terdut.IsForbidden(err) {
-		msg := fmt.Sprintf(errStateLost, checkpointName(cr))
-		cr.SetConditions(generic.Unavailable(ReasonBootstrapStateLost, msg))
-		e.record.Event(cr, event.Warning(event.Reason(ReasonBootstrapStateLost), errors.New(msg)))
-		return nil, errors.New(msg)
-	}
-	if err != nil {
-		return nil, errors.Wrap(err, errBootstrap)
-	}
-	cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: checkpointName(cr),
-		Labels: map[string]string{generic.LabelManagedBy: generic.ManagedBy}}, Data: map[string][]byte{SecretKeyToken: []byte(rsp.APIKey.Key.Reveal())}}
-	for i := 0; ; i++ {
-		err = e.kube.Create(ctx, cp.DeepCopy())
-		if err == nil || kerrors.IsAlreadyExists(err) {
-			break
-		}
-		if i+1 == checkpointWriteRetries {
-			return nil, errors.Wrap(err, errCheckpoint)
-		}
-	}
-	e.record.Event(cr, event.Normal(reasonBootstrapped, "Bootstrapped terdut-server; its admin key is checkpointed until the service account's own key is written"))
-	return e.withKey(rsp.APIKey.Key)
-}
-
 // account adopts the account of this name or creates it.
 func (e *external) account(ctx context.Context, c api, cr *v1alpha1.ServiceAccount) (*terdut.ServiceAccount, error) {
 	p := cr.Spec.ForProvider
-	sa, err := c.GetServiceAccountByName(ctx, p.Name)
-	if err != nil {
-		return nil, errors.Wrap(err, errLookup)
-	}
-	if sa == nil {
-		want := terdut.ServiceAccount{Name: p.Name, Scope: p.Scope}
-		if p.Scope == terdut.ScopeTeam {
-			if p.TeamID == nil {
-				return nil, errors.New(errNoTeam)
-			}
-			want.TeamID = p.TeamID
+	want := terdut.ServiceAccount{Name: p.Name, Scope: p.Scope}
+	if p.Scope == terdut.ScopeTeam {
+		if p.TeamID == nil {
+			return nil, errors.New(errNoTeam)
 		}
-		sa, err = c.CreateServiceAccount(ctx, want)
-		if terdut.IsConflict(err) {
-			if sa, err = c.GetServiceAccountByName(ctx, p.Name); err == nil && sa == nil {
-				err = errors.Errorf(errConflictGone, p.Name)
-			}
-		}
-		if err != nil {
-			return nil, errors.Wrap(err, errCreate)
-		}
-		return sa, nil
+		want.TeamID = p.TeamID
 	}
-	return sa, e.adoptable.Allowed(ctx, sa.ID)
-}
-
-// mint mints a key and writes it to the connection Secret in place, noting
-// the key it replaces as still to revoke.
-func (e *external) mint(ctx context.Context, c api, cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount, old keyState) (keyState, error) {
-	key, err := c.MintKey(ctx, sa.ID)
-	if err != nil {
-		return keyState{}, errors.Wrap(err, errMint)
-	}
-	ks := keyState{exists: true, token: key.Key, accountID: sa.ID, keyID: key.ID, mintedAt: e.now().UTC().Truncate(time.Second)}
-	if r := cr.Spec.ForProvider.KeyRotation; r != nil {
-		ks.request = r.RotationRequest
-	}
-	if old.accountID == sa.ID && old.keyID != 0 && old.keyID != key.ID {
-		ks.revokeID = old.keyID
-	}
-	s := resource.LocalConnectionSecretFor(cr, v1alpha1.ServiceAccountGroupVersionKind)
-	s.Annotations = map[string]string{
-		AnnotationAccountID: generic.FormatID(sa.ID),
-		AnnotationKeyID:     generic.FormatID(key.ID),
-		AnnotationMintedAt:  ks.mintedAt.Format(time.RFC3339),
-		AnnotationRequest:   ks.request,
-	}
-	if ks.revokeID != 0 {
-		s.Annotations[AnnotationRevokeKeyID] = generic.FormatID(ks.revokeID)
-	}
-	s.Data = e.details(key.Key)
-	if err := e.writeSecret(ctx, cr, s); err != nil {
-		return keyState{}, err
-	}
-	return ks, nil
-}
-
-// writeSecret replaces the connection Secret's data and annotations.
-func (e *external) writeSecret(ctx context.Context, cr *v1alpha1.ServiceAccount, want *corev1.Secret) error {
-	cur, err := e.secret(ctx, want.Namespace, want.Name)
-	if err != nil {
-		return err
-	}
-	if cur == nil {
-		return errors.Wrapf(e.kube.Create(ctx, want), errSecret, want.Name)
-	}
-	if ref := metav1.GetControllerOf(cur); ref != nil && ref.UID != cr.GetUID() {
-		return errors.Errorf(errSecret+": it is controlled by another object", want.Name)
-	}
-	cur.Annotations, cur.Data, cur.OwnerReferences, cur.Type = want.Annotations, want.Data, want.OwnerReferences, want.Type
-	return errors.Wrapf(e.kube.Update(ctx, cur), errSecret, want.Name)
-}
-
-func (e *external) deleteCheckpoint(ctx context.Context, cr *v1alpha1.ServiceAccount) error {
-	cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: checkpointName(cr)}}
-	if err := e.kube.Delete(ctx, cp); err != nil && !kerrors.IsNotFound(err) {
-		return errors.Wrapf(err, errDeleteCheckpt, cp.Name)
-	}
-	return nil
+	sa, _, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.ServiceAccount]{
+		Kind: "service account", Name: p.Name,
+		Lookup: func(ctx context.Context) (*terdut.ServiceAccount, error) { return c.GetServiceAccountByName(ctx, p.Name) },
+		Create: func(ctx context.Context) (*terdut.ServiceAccount, error) { return c.CreateServiceAccount(ctx, want) },
+		ID:     func(sa *terdut.ServiceAccount) int64 { return sa.ID },
+	})
+	return sa, err
 }
 
 // Update rotates: a new key is minted and written in place first, and only
-// then the old key is revoked, so nothing is left without a working key.
+// then the old key is revoked, so nothing is left without a working key. It
+// also deletes a bootstrap checkpoint left behind.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalUpdate, error) {
 	ks, err := e.keyState(ctx, cr)
 	if err != nil {
@@ -467,7 +259,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	}
 	sa := e.observed
 	if sa == nil {
-		return managed.ExternalUpdate{}, errors.Errorf(errLookup)
+		return managed.ExternalUpdate{}, errors.New(errLookup)
 	}
 	if ks.token == "" || ks.accountID != sa.ID || e.rotationDue(cr, ks) {
 		minted, err := e.mint(ctx, c, cr, sa, ks)
@@ -477,30 +269,16 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 		e.record.Event(cr, event.Normal(reasonRotated, fmt.Sprintf("Minted key %d and wrote it to Secret %q", minted.keyID, secretName(cr))))
 		ks = minted
 	}
-	if ks.revokeID == 0 {
-		return managed.ExternalUpdate{ConnectionDetails: e.details(ks.token)}, nil
+	if ks.revokeID != 0 {
+		if err := e.revokeOld(ctx, cr, sa, ks); err != nil {
+			return managed.ExternalUpdate{}, err
+		}
 	}
-	// NOTE: revoke with the new key's standing: a client that still holds
-	// the old key refreshes it from the Secret on its next 401.
-	if c, err = e.mustAdmin(ctx, cr, ks); err != nil {
-		return managed.ExternalUpdate{}, err
-	}
-	if err := c.RevokeKey(ctx, sa.ID, ks.revokeID); err != nil && !terdut.IsNotFound(err) {
-		return managed.ExternalUpdate{}, errors.Wrapf(err, errRevoke, ks.revokeID)
-	}
-	s, err := e.secret(ctx, cr.GetNamespace(), secretName(cr))
-	if err != nil || s == nil {
-		return managed.ExternalUpdate{}, err
-	}
-	delete(s.Annotations, AnnotationRevokeKeyID)
-	if err := e.kube.Update(ctx, s); err != nil {
-		return managed.ExternalUpdate{}, errors.Wrapf(err, errSecret, s.Name)
-	}
-	e.record.Event(cr, event.Normal(reasonRotated, fmt.Sprintf("Revoked the old key %d", ks.revokeID)))
-	return managed.ExternalUpdate{ConnectionDetails: e.details(ks.token)}, nil
+	return managed.ExternalUpdate{ConnectionDetails: e.details(ks.token)}, e.deleteCheckpoint(ctx, cr)
 }
 
-// Delete deletes the account and so its keys.
+// Delete deletes the account and so its keys, and the bootstrap checkpoint
+// if one is left.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalDelete, error) {
 	id, ok, err := generic.ExternalID(cr)
 	if err != nil || !ok {

@@ -106,7 +106,7 @@ func newFixture(t *testing.T, o terdutdouble.Options) *fixture {
 	})
 	pc, _ := terdut.New(terdut.Options{Endpoint: f.url, MaxRetries: -1})
 	f.e = &external{pc: pc, endpoint: f.url, kube: f.kube, reader: store, record: &controllertest.Recorder{}, now: func() time.Time { return f.now }}
-	f.e.withKey = func(tok terdut.Secret) (api, error) {
+	f.e.withKey = func(_ string, tok terdut.Secret) (api, error) {
 		return terdut.New(terdut.Options{Endpoint: f.url, Token: tok, MaxRetries: -1})
 	}
 	return f

@@ -3,14 +3,12 @@ package team
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -20,14 +18,11 @@ import (
 )
 
 const (
-	errGetTeam      = "cannot get team"
-	errLookupTeam   = "cannot look up team by name"
-	errCreateTeam   = "cannot create team"
-	errRenameTeam   = "cannot rename team"
-	errNameTaken    = "cannot rename team: the display name %q belongs to another team on the server"
-	errSetGroups    = "cannot set the team's OIDC groups"
-	errDeleteTeam   = "cannot delete team"
-	errConflictGone = "the server answered 409 for team %q, but no team of that name can be found"
+	errGetTeam    = "cannot get team"
+	errRenameTeam = "cannot rename team"
+	errNameTaken  = "cannot rename team: the display name %q belongs to another team on the server"
+	errSetGroups  = "cannot set the team's OIDC groups"
+	errDeleteTeam = "cannot delete team"
 )
 
 // api is the part of terdut-server's API a Team needs.
@@ -50,21 +45,27 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Object:                    &v1alpha1.Team{},
 		List:                      &v1alpha1.TeamList{},
 		External:                  New,
+		Credentials:               generic.InstanceKey[*v1alpha1.Team](),
 		DeterministicExternalName: true,
 	})
 }
 
+// teamKeys are the team-scoped keys of a Team's children, which go with it.
+type teamKeys interface {
+	HoldsTeamKey(ctx context.Context, teamID int64) (bool, error)
+	RevokeTeamKey(ctx context.Context, teamID int64) error
+}
+
 // New returns a Team's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Team] {
-	return &external{api: d.Client, record: d.Record, adoptable: d.Adoptable, revokeKey: d.RevokeTeamKey}
+	return &external{api: d.Client, adopter: d.Adopter, keys: d.Conn}
 }
 
 type external struct {
-	api       api
-	record    event.Recorder
-	adoptable generic.Adoptable
-	// revokeKey removes the team's scoped key; nil without team-scoped keys.
-	revokeKey func(ctx context.Context, teamID int64) error
+	api     api
+	adopter generic.Adopter
+	// keys are the team's scoped keys; nil in tests that need none.
+	keys teamKeys
 	// observed is what Observe read in this reconcile; Update uses it.
 	observed *terdut.Team
 }
@@ -96,37 +97,17 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 // attempt) made it first: adopt it.
 func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
 	name := cr.Spec.ForProvider.DisplayName
-	t, err := e.api.GetTeamByName(ctx, name)
+	t, _, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.Team]{
+		Kind: "team", Name: name,
+		Lookup: func(ctx context.Context) (*terdut.Team, error) { return e.api.GetTeamByName(ctx, name) },
+		Create: func(ctx context.Context) (*terdut.Team, error) { return e.api.CreateTeam(ctx, name) },
+		ID:     func(t *terdut.Team) int64 { return t.ID },
+	})
 	if err != nil {
-		return managed.ExternalCreation{}, errors.Wrap(err, errLookupTeam)
-	}
-	if t == nil {
-		t, err = e.api.CreateTeam(ctx, name)
-		if terdut.IsConflict(err) {
-			t, err = e.adoptAfterConflict(ctx, name)
-		}
-		if err != nil {
-			return managed.ExternalCreation{}, errors.Wrap(err, errCreateTeam)
-		}
-	} else {
-		if err := e.adoptable.Allowed(ctx, t.ID); err != nil {
-			return managed.ExternalCreation{}, err
-		}
-		e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted the existing team %q (ID %d) instead of creating another", name, t.ID)))
+		return managed.ExternalCreation{}, err
 	}
 	generic.SetExternalID(cr, t.ID)
 	return managed.ExternalCreation{}, nil
-}
-
-func (e *external) adoptAfterConflict(ctx context.Context, name string) (*terdut.Team, error) {
-	t, err := e.api.GetTeamByName(ctx, name)
-	if err != nil {
-		return nil, errors.Wrap(err, errLookupTeam)
-	}
-	if t == nil {
-		return nil, errors.Errorf(errConflictGone, name)
-	}
-	return t, e.adoptable.Allowed(ctx, t.ID)
 }
 
 // Update renames the team and sets its OIDC groups, each only if it differs.
@@ -171,8 +152,8 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 	}
 	// NOTE: the team is gone, so its scoped service account goes too (the
 	// server may already have removed it with the team's rows).
-	if e.revokeKey != nil {
-		if err := e.revokeKey(ctx, id); err != nil {
+	if e.keys != nil {
+		if err := e.keys.RevokeTeamKey(ctx, id); err != nil {
 			return managed.ExternalDelete{}, err
 		}
 	}

@@ -151,7 +151,7 @@ func TestObserve(t *testing.T) {
 			f := controllertest.New(t)
 			cr, w := tc.setup(t, f)
 			f.Server.ResetCounters()
-			e := &external{api: f.Client, record: &controllertest.Recorder{}}
+			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 
 			got, err := e.Observe(t.Context(), cr)
 			if diff := cmp.Diff(w.err, err, test.EquateErrors()); diff != "" {
@@ -197,19 +197,19 @@ func TestCreate(t *testing.T) {
 			want:   want{adopted: true, teams: 1},
 		},
 		"AdoptAfter409": {
-			reason: "The lookup missed the team but POST answers 409: look it up again and adopt it.",
+			reason: "The lookup missed the team but POST answers 409: look it up again and adopt it, announced like any adoption.",
 			setup: func(t *testing.T, f *controllertest.Fixture) {
 				f.Team(t, "Platform")
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams", Status: http.StatusOK, Body: "[]", Times: 1})
 			},
-			want: want{adopted: false, posts: 1, teams: 1},
+			want: want{adopted: true, posts: 1, teams: 1},
 		},
 		"ServerError": {
 			reason: "A failing POST is an error and records no ID.",
 			setup: func(_ *testing.T, f *controllertest.Fixture) {
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams", Status: http.StatusInternalServerError})
 			},
-			want: want{err: errors.Wrap(apiErr("POST", "/api/teams", 500, "injected fault"), errCreateTeam), posts: 1},
+			want: want{err: errors.Wrapf(apiErr("POST", "/api/teams", 500, "injected fault"), "cannot create %s %q", "team", "Platform"), posts: 1},
 		},
 	}
 	for name, tc := range cases {
@@ -220,7 +220,7 @@ func TestCreate(t *testing.T) {
 			}
 			f.Server.ResetCounters()
 			rec := &controllertest.Recorder{}
-			e := &external{api: f.Client, record: rec}
+			e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}}
 			cr := team()
 
 			_, err := e.Create(t.Context(), cr)
@@ -286,7 +286,7 @@ func TestUpdate(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, f, id)
 			}
-			e := &external{api: f.Client, record: &controllertest.Recorder{}}
+			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 			cr := tc.cr(id)
 			if _, err := e.Observe(t.Context(), cr); err != nil {
 				t.Fatal(err)
@@ -315,7 +315,7 @@ func TestDriftIsReverted(t *testing.T) {
 	_ = f.Client.RenameTeam(t.Context(), id, "Changed on the server")
 	_ = f.Client.SetOIDCGroups(t.Context(), id, terdut.OIDCGroups{MemberGroup: "someone-else"})
 
-	e := &external{api: f.Client, record: &controllertest.Recorder{}}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 	o, err := e.Observe(t.Context(), cr)
 	if err != nil || o.ResourceUpToDate {
 		t.Fatalf("Observe after a server-side change = %+v, %v; want not up to date", o, err)
@@ -323,7 +323,7 @@ func TestDriftIsReverted(t *testing.T) {
 	if _, err := e.Update(t.Context(), cr); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	e = &external{api: f.Client, record: &controllertest.Recorder{}}
+	e = &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 	if o, err := e.Observe(t.Context(), cr); err != nil || !o.ResourceUpToDate {
 		t.Errorf("Observe after Update = %+v, %v; want up to date (the CR wins)", o, err)
 	}
@@ -364,7 +364,7 @@ func TestDelete(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, f, id)
 			}
-			e := &external{api: f.Client, record: &controllertest.Recorder{}}
+			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 			_, err := e.Delete(t.Context(), team(withID(id)))
 			var wantErr error
 			if tc.wantErr != nil {

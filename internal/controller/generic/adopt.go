@@ -1,0 +1,93 @@
+package generic
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+)
+
+const (
+	errLookupNatural = "cannot look up %s %q"
+	errCreateNatural = "cannot create %s %q"
+	errConflictGone  = "the server answered 409 for %s %q, but none of that name can be found"
+	msgAdopted       = "Adopted the existing %s %q (ID %d) instead of creating another"
+)
+
+// A Natural says how to find one server object by its natural key (a team's
+// display name, a switch's name, a service account's name), how to create
+// it, and which ID it has.
+type Natural[T any] struct {
+	// Kind names the object in events and errors, e.g. "team".
+	Kind string
+	// Name is its natural key.
+	Name string
+	// Lookup returns the object of that name, or nil when there is none.
+	Lookup func(context.Context) (*T, error)
+	// Create makes it; a 409 means the name is taken.
+	Create func(context.Context) (*T, error)
+	// ID is the object's server ID.
+	ID func(*T) int64
+	// Note is appended to the adoption event.
+	Note string
+}
+
+// An Adopter takes over a server object Create found by its natural key,
+// unless another MR manages it, and says so in an event on Object.
+type Adopter struct {
+	// Check refuses an object another MR manages; nil allows all.
+	Check Adoptable
+	// Record and Object receive the adoption event; nil Record says
+	// nothing (a provider-internal object, such as a team key's account).
+	Record event.Recorder
+	Object runtime.Object
+}
+
+// AdoptOrCreate is the seed's idempotent create (§5): look the object up by
+// its natural key and adopt it (ownership check, event); else create it; a
+// 409 means someone (perhaps an interrupted earlier attempt) made it first:
+// look it up and check again. adopted says which happened.
+func AdoptOrCreate[T any](ctx context.Context, a Adopter, n Natural[T]) (obj *T, adopted bool, err error) {
+	if obj, err = n.Lookup(ctx); err != nil {
+		return nil, false, errors.Wrapf(err, errLookupNatural, n.Kind, n.Name)
+	}
+	if obj == nil {
+		obj, err = n.Create(ctx)
+		if err == nil {
+			return obj, false, nil
+		}
+		if !terdut.IsConflict(err) {
+			return nil, false, errors.Wrapf(err, errCreateNatural, n.Kind, n.Name)
+		}
+		if obj, err = n.Lookup(ctx); err != nil {
+			return nil, false, errors.Wrapf(err, errLookupNatural, n.Kind, n.Name)
+		}
+		if obj == nil {
+			return nil, false, errors.Errorf(errConflictGone, n.Kind, n.Name)
+		}
+	}
+	id := n.ID(obj)
+	if err := a.Check.Allowed(ctx, id); err != nil {
+		return nil, false, err
+	}
+	if a.Record != nil {
+		a.Record.Event(a.Object, event.Normal(ReasonAdopted, fmt.Sprintf(msgAdopted, n.Kind, n.Name, id)+n.Note))
+	}
+	return obj, true, nil
+}
+
+// FindFirst returns the first item of list that matches, or nil: the lookup
+// of objects the server only lists (switches, integrations).
+func FindFirst[T any](list []T, match func(T) bool) *T {
+	for i := range list {
+		if match(list[i]) {
+			return &list[i]
+		}
+	}
+	return nil
+}

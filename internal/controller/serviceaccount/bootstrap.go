@@ -1,0 +1,95 @@
+package serviceaccount
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+)
+
+func checkpointName(cr *v1alpha1.ServiceAccount) string { return cr.GetName() + checkpointSuffix }
+
+// checkpoint is the bootstrap checkpoint Secret as r reads it; nil when
+// there is none.
+func (e *external) checkpoint(ctx context.Context, r client.Reader, cr *v1alpha1.ServiceAccount) (*corev1.Secret, error) {
+	return secret(ctx, r, cr.GetNamespace(), checkpointName(cr))
+}
+
+// admin returns a client that may manage service accounts: the provider
+// config's key, else this account's own key (instance scope), else the
+// bootstrap checkpoint. nil when there is none.
+func (e *external) admin(ctx context.Context, cr *v1alpha1.ServiceAccount, ks keyState) (api, error) {
+	if e.pcAuthenticated {
+		return e.pc, nil
+	}
+	if ks.token != "" && cr.Spec.ForProvider.Scope == terdut.ScopeInstance {
+		return e.withKey(purpose(cr, "own"), ks.token)
+	}
+	cp, err := e.checkpoint(ctx, e.reader, cr)
+	if err != nil {
+		return nil, err
+	}
+	if cp != nil && len(cp.Data[SecretKeyToken]) > 0 {
+		return e.withKey(purpose(cr, "checkpoint"), terdut.Secret(cp.Data[SecretKeyToken]))
+	}
+	return nil, nil //nolint:nilnil // No credential is a state, not an error.
+}
+
+// mustAdmin is admin, with no credential at all an error.
+func (e *external) mustAdmin(ctx context.Context, cr *v1alpha1.ServiceAccount, ks keyState) (api, error) {
+	c, err := e.admin(ctx, cr, ks)
+	if err == nil && c == nil {
+		err = errors.Errorf(errNoCredential, cr.Spec.ForProvider.Name)
+	}
+	return c, err
+}
+
+// bootstrap calls the single-shot /api/bootstrap once /healthz answers, and
+// checkpoints the admin key before anything else is done with it.
+func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (api, error) {
+	if err := e.pc.Healthz(ctx); err != nil {
+		return nil, errors.Wrap(err, errHealthz)
+	}
+	b := cr.Spec.ForProvider.Bootstrap
+	rsp, err := e.pc.Bootstrap(ctx, terdut.BootstrapRequest{Username: b.Username, Email: b.Email})
+	if terdut.IsForbidden(err) {
+		msg := fmt.Sprintf(errStateLost, checkpointName(cr))
+		cr.SetConditions(generic.Unavailable(ReasonBootstrapStateLost, msg))
+		e.record.Event(cr, event.Warning(event.Reason(ReasonBootstrapStateLost), errors.New(msg)))
+		return nil, errors.New(msg)
+	}
+	if err != nil {
+		return nil, errors.Wrap(err, errBootstrap)
+	}
+	cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: checkpointName(cr),
+		Labels: map[string]string{generic.LabelManagedBy: generic.ManagedBy}}, Data: map[string][]byte{SecretKeyToken: []byte(rsp.APIKey.Key.Reveal())}}
+	for i := 0; ; i++ {
+		err = e.kube.Create(ctx, cp.DeepCopy())
+		if err == nil || kerrors.IsAlreadyExists(err) {
+			break
+		}
+		if i+1 == checkpointWriteRetries {
+			return nil, errors.Wrap(err, errCheckpoint)
+		}
+	}
+	e.record.Event(cr, event.Normal(reasonBootstrapped, "Bootstrapped terdut-server; its admin key is checkpointed until the service account's own key is written"))
+	return e.withKey(purpose(cr, "checkpoint"), rsp.APIKey.Key)
+}
+
+func (e *external) deleteCheckpoint(ctx context.Context, cr *v1alpha1.ServiceAccount) error {
+	cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: checkpointName(cr)}}
+	if err := e.kube.Delete(ctx, cp); err != nil && !kerrors.IsNotFound(err) {
+		return errors.Wrapf(err, errDeleteCheckpt, cp.Name)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package serviceaccount
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+)
+
+// keyState is what the connection Secret says about the active key.
+type keyState struct {
+	exists    bool
+	token     terdut.Secret
+	accountID int64
+	keyID     int64
+	mintedAt  time.Time
+	request   string
+	revokeID  int64
+}
+
+func secretName(cr *v1alpha1.ServiceAccount) string {
+	if r := cr.GetWriteConnectionSecretToReference(); r != nil {
+		return r.Name
+	}
+	return ""
+}
+
+// secret reads through r; nil when there is none.
+func secret(ctx context.Context, r client.Reader, ns, name string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)
+	if kerrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return s, errors.Wrapf(err, errSecret, name)
+}
+
+// keyState reads the connection Secret past the cache: the key state is what
+// this client wrote last, and a stale copy would mint again or lose a
+// revocation.
+func (e *external) keyState(ctx context.Context, cr *v1alpha1.ServiceAccount) (keyState, error) {
+	s, err := secret(ctx, e.reader, cr.GetNamespace(), secretName(cr))
+	if err != nil || s == nil {
+		return keyState{}, err
+	}
+	num := func(k string) int64 { n, _ := strconv.ParseInt(s.Annotations[k], 10, 64); return n }
+	ks := keyState{exists: true, token: terdut.Secret(s.Data[SecretKeyToken]), accountID: num(AnnotationAccountID), keyID: num(AnnotationKeyID), request: s.Annotations[AnnotationRequest], revokeID: num(AnnotationRevokeKeyID)}
+	ks.mintedAt, _ = time.Parse(time.RFC3339, s.Annotations[AnnotationMintedAt])
+	return ks, nil
+}
+
+func (e *external) rotationDue(cr *v1alpha1.ServiceAccount, ks keyState) bool {
+	r := cr.Spec.ForProvider.KeyRotation
+	if r == nil {
+		return false
+	}
+	if r.RotationRequest != "" && r.RotationRequest != ks.request {
+		return true
+	}
+	return r.Interval != nil && !ks.mintedAt.IsZero() && !e.now().Before(ks.mintedAt.Add(r.Interval.Duration))
+}
+
+func (e *external) observation(cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount, ks keyState) v1alpha1.ServiceAccountObservation {
+	o := v1alpha1.ServiceAccountObservation{ID: sa.ID, Scope: sa.Scope, ActiveKeyID: ks.keyID, LastRotationRequest: ks.request}
+	if sa.TeamID != nil {
+		o.TeamID = *sa.TeamID
+	}
+	if !ks.mintedAt.IsZero() {
+		t := metav1.NewTime(ks.mintedAt)
+		o.KeyMintedAt = &t
+		if r := cr.Spec.ForProvider.KeyRotation; r != nil && r.Interval != nil {
+			n := metav1.NewTime(ks.mintedAt.Add(r.Interval.Duration))
+			o.NextRotationAt = &n
+		}
+	}
+	return o
+}
+
+func (e *external) details(tok terdut.Secret) managed.ConnectionDetails {
+	if tok == "" {
+		return nil
+	}
+	return managed.ConnectionDetails{SecretKeyToken: []byte(tok.Reveal()), SecretKeyEndpoint: []byte(e.endpoint)}
+}
+
+// works reports whether a key is accepted by the server.
+func (e *external) works(ctx context.Context, cr *v1alpha1.ServiceAccount, tok terdut.Secret) bool {
+	c, err := e.withKey(purpose(cr, "own"), tok)
+	if err != nil {
+		return false
+	}
+	_, err = c.ListUsers(ctx)
+	return err == nil
+}
+
+// mint mints a key and writes it to the connection Secret in place, noting
+// the key it replaces as still to revoke.
+func (e *external) mint(ctx context.Context, c api, cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount, old keyState) (keyState, error) {
+	key, err := c.MintKey(ctx, sa.ID)
+	if err != nil {
+		return keyState{}, errors.Wrap(err, errMint)
+	}
+	ks := keyState{exists: true, token: key.Key, accountID: sa.ID, keyID: key.ID, mintedAt: e.now().UTC().Truncate(time.Second)}
+	if r := cr.Spec.ForProvider.KeyRotation; r != nil {
+		ks.request = r.RotationRequest
+	}
+	if old.accountID == sa.ID && old.keyID != 0 && old.keyID != key.ID {
+		ks.revokeID = old.keyID
+	}
+	s := resource.LocalConnectionSecretFor(cr, v1alpha1.ServiceAccountGroupVersionKind)
+	s.Annotations = map[string]string{
+		AnnotationAccountID: generic.FormatID(sa.ID),
+		AnnotationKeyID:     generic.FormatID(key.ID),
+		AnnotationMintedAt:  ks.mintedAt.Format(time.RFC3339),
+		AnnotationRequest:   ks.request,
+	}
+	if ks.revokeID != 0 {
+		s.Annotations[AnnotationRevokeKeyID] = generic.FormatID(ks.revokeID)
+	}
+	s.Data = e.details(key.Key)
+	if err := e.writeSecret(ctx, cr, s); err != nil {
+		return keyState{}, err
+	}
+	return ks, nil
+}
+
+// writeSecret replaces the connection Secret's data and annotations.
+func (e *external) writeSecret(ctx context.Context, cr *v1alpha1.ServiceAccount, want *corev1.Secret) error {
+	cur, err := secret(ctx, e.reader, want.Namespace, want.Name)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		return errors.Wrapf(e.kube.Create(ctx, want), errSecret, want.Name)
+	}
+	if ref := metav1.GetControllerOf(cur); ref != nil && ref.UID != cr.GetUID() {
+		return errors.Errorf(errSecret+": it is controlled by another object", want.Name)
+	}
+	cur.Annotations, cur.Data, cur.OwnerReferences, cur.Type = want.Annotations, want.Data, want.OwnerReferences, want.Type
+	return errors.Wrapf(e.kube.Update(ctx, cur), errSecret, want.Name)
+}
+
+// revokeOld revokes the key a rotation replaced, with the new key's
+// standing: a client that still holds the old key refreshes it from the
+// Secret on its next 401. Then the Secret forgets it.
+func (e *external) revokeOld(ctx context.Context, cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount, ks keyState) error {
+	c, err := e.mustAdmin(ctx, cr, ks)
+	if err != nil {
+		return err
+	}
+	if err := c.RevokeKey(ctx, sa.ID, ks.revokeID); err != nil && !terdut.IsNotFound(err) {
+		return errors.Wrapf(err, errRevoke, ks.revokeID)
+	}
+	s, err := secret(ctx, e.reader, cr.GetNamespace(), secretName(cr))
+	if err != nil || s == nil {
+		return err
+	}
+	delete(s.Annotations, AnnotationRevokeKeyID)
+	if err := e.kube.Update(ctx, s); err != nil {
+		return errors.Wrapf(err, errSecret, s.Name)
+	}
+	e.record.Event(cr, event.Normal(reasonRotated, fmt.Sprintf("Revoked the old key %d", ks.revokeID)))
+	return nil
+}
