@@ -38,10 +38,10 @@ var _ api = (*terdut.Client)(nil)
 // Setup adds the DeadmanSwitch controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
 	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.DeadmanSwitch]{
-		GroupKind:  v1alpha1.DeadmanSwitchGroupKind,
-		GVK:        v1alpha1.DeadmanSwitchGroupVersionKind,
-		Object:     &v1alpha1.DeadmanSwitch{},
-		List:       &v1alpha1.DeadmanSwitchList{},
+		GroupKind:   v1alpha1.DeadmanSwitchGroupKind,
+		GVK:         v1alpha1.DeadmanSwitchGroupVersionKind,
+		Object:      &v1alpha1.DeadmanSwitch{},
+		List:        &v1alpha1.DeadmanSwitchList{},
 		External:    New,
 		TeamOf:      teamOf,
 		Credentials: generic.TeamKey(teamOf),

@@ -49,10 +49,10 @@ var _ api = (*terdut.Client)(nil)
 // Setup adds the EscalationPolicy controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
 	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.EscalationPolicy]{
-		GroupKind:  v1alpha1.EscalationPolicyGroupKind,
-		GVK:        v1alpha1.EscalationPolicyGroupVersionKind,
-		Object:     &v1alpha1.EscalationPolicy{},
-		List:       &v1alpha1.EscalationPolicyList{},
+		GroupKind:   v1alpha1.EscalationPolicyGroupKind,
+		GVK:         v1alpha1.EscalationPolicyGroupVersionKind,
+		Object:      &v1alpha1.EscalationPolicy{},
+		List:        &v1alpha1.EscalationPolicyList{},
 		External:    New,
 		TeamOf:      teamOf,
 		Credentials: generic.TeamKey(teamOf),

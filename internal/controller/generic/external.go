@@ -51,7 +51,6 @@ func Unavailable(reason xpv2.ConditionReason, msg string) xpv2.Condition {
 // FormatID renders a server ID as an external name.
 func FormatID(id int64) string { return strconv.FormatInt(id, 10) }
 
-
 // TeamID returns the team a child MR belongs to: spec.forProvider.teamId
 // once resolved, else the team last observed (a child being deleted does not
 // resolve its references again).

@@ -152,7 +152,9 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 	acct := AccountName(teamID)
 	sa, _, err := AdoptOrCreate(ctx, Adopter{}, Natural[terdut.ServiceAccount]{
 		Kind: "service account", Name: acct,
-		Lookup: func(ctx context.Context) (*terdut.ServiceAccount, error) { return instance.GetServiceAccountByName(ctx, acct) },
+		Lookup: func(ctx context.Context) (*terdut.ServiceAccount, error) {
+			return instance.GetServiceAccountByName(ctx, acct)
+		},
 		Create: func(ctx context.Context) (*terdut.ServiceAccount, error) {
 			return instance.CreateServiceAccount(ctx, terdut.ServiceAccount{Name: acct, Scope: terdut.ScopeTeam, TeamID: &teamID})
 		},

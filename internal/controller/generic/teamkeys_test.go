@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"

@@ -238,7 +238,9 @@ func (e *external) account(ctx context.Context, c api, cr *v1alpha1.ServiceAccou
 	}
 	sa, _, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.ServiceAccount]{
 		Kind: "service account", Name: p.Name,
-		Lookup: func(ctx context.Context) (*terdut.ServiceAccount, error) { return c.GetServiceAccountByName(ctx, p.Name) },
+		Lookup: func(ctx context.Context) (*terdut.ServiceAccount, error) {
+			return c.GetServiceAccountByName(ctx, p.Name)
+		},
 		Create: func(ctx context.Context) (*terdut.ServiceAccount, error) { return c.CreateServiceAccount(ctx, want) },
 		ID:     func(sa *terdut.ServiceAccount) int64 { return sa.ID },
 	})
