@@ -11,6 +11,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
@@ -71,8 +72,12 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 	if err != nil {
 		return nil, errors.Wrap(err, errBootstrap)
 	}
+	// NOTE: the checkpoint is owned by the MR, so it goes with it even if
+	// the MR is deleted before Create recorded the account.
 	cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: checkpointName(cr),
-		Labels: map[string]string{generic.LabelManagedBy: generic.ManagedBy}}, Data: map[string][]byte{SecretKeyToken: []byte(rsp.APIKey.Key.Reveal())}}
+		Labels:          map[string]string{generic.LabelManagedBy: generic.ManagedBy},
+		OwnerReferences: []metav1.OwnerReference{meta.AsOwner(meta.TypedReferenceTo(cr, v1alpha1.ServiceAccountGroupVersionKind))},
+	}, Data: map[string][]byte{SecretKeyToken: []byte(rsp.APIKey.Key.Reveal())}}
 	for i := 0; ; i++ {
 		err = e.kube.Create(ctx, cp.DeepCopy())
 		if err == nil || kerrors.IsAlreadyExists(err) {

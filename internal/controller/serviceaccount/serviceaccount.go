@@ -152,16 +152,14 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 		return managed.ExternalObservation{}, err
 	}
 	sa, err := c.GetServiceAccountByName(ctx, cr.Spec.ForProvider.Name)
-	if terdut.IsUnauthorized(err) && meta.WasDeleted(cr) && ks.token != "" {
-		// NOTE: Delete removed the account with its own key, which dies
-		// with it: a 401 for that key, while deleting, means it is gone.
-		return managed.ExternalObservation{}, nil
+	if e.ownKeyDied(cr, ks, err) {
+		sa, err = nil, nil
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errLookup)
 	}
 	if sa == nil || sa.ID != id {
-		return managed.ExternalObservation{}, nil
+		return e.leftBehind(ctx, cr)
 	}
 	e.observed = sa
 	cr.Status.AtProvider = e.observation(cr, sa, ks)
@@ -294,10 +292,30 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
-	if err := c.DeleteServiceAccount(ctx, id); err != nil && !terdut.IsNotFound(err) {
+	err = c.DeleteServiceAccount(ctx, id)
+	if err != nil && !terdut.IsNotFound(err) && !e.ownKeyDied(cr, ks, err) {
 		return managed.ExternalDelete{}, errors.Wrap(err, errDelete)
 	}
 	return managed.ExternalDelete{}, e.deleteCheckpoint(ctx, cr)
+}
+
+// ownKeyDied reports whether err is the 401 an account's own key gets once
+// the account is deleted (the key dies with it, and the provider config may
+// name the very Secret that holds it): while deleting, it means the account
+// is gone.
+func (e *external) ownKeyDied(cr *v1alpha1.ServiceAccount, ks keyState, err error) bool {
+	return terdut.IsUnauthorized(err) && meta.WasDeleted(cr) && ks.token != ""
+}
+
+// leftBehind observes an account that is gone. While the MR is deleted, a
+// bootstrap checkpoint left behind (an admin key) keeps it "existing", so
+// Delete runs again and the finalizer stays until the checkpoint is gone.
+func (e *external) leftBehind(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalObservation, error) {
+	if !meta.WasDeleted(cr) {
+		return managed.ExternalObservation{}, nil
+	}
+	cp, err := e.checkpoint(ctx, e.reader, cr)
+	return managed.ExternalObservation{ResourceExists: cp != nil, ResourceUpToDate: true}, err
 }
 
 // Disconnect does nothing: the client is cached and shared.

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -23,6 +24,7 @@ const (
 	errNameTaken  = "cannot rename team: the display name %q belongs to another team on the server"
 	errSetGroups  = "cannot set the team's OIDC groups"
 	errDeleteTeam = "cannot delete team"
+	errCleanup    = "cannot check whether the deleted team's scoped key is removed"
 )
 
 // api is the part of terdut-server's API a Team needs.
@@ -79,6 +81,14 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 		return managed.ExternalObservation{}, err
 	}
 	t, err := e.api.GetTeam(ctx, id)
+	if terdut.IsNotFound(err) && meta.WasDeleted(cr) && e.keys != nil {
+		// NOTE: Delete removes the team, then its scoped key. If that
+		// second step failed, the team is gone but its key is not: report
+		// it as still there, so Delete runs again and the finalizer stays
+		// until the key is gone too.
+		held, herr := e.keys.HoldsTeamKey(ctx, id)
+		return managed.ExternalObservation{ResourceExists: held, ResourceUpToDate: true}, errors.Wrap(herr, errCleanup)
+	}
 	if terdut.IsNotFound(err) {
 		return managed.ExternalObservation{}, nil
 	}

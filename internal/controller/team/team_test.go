@@ -1,6 +1,7 @@
 package team
 
 import (
+	"context"
 	"net/http"
 	"testing"
 
@@ -379,5 +380,58 @@ func TestDelete(t *testing.T) {
 				t.Errorf("\n%s\nDelete(...): team gone from the server = %v, want %v", tc.reason, gone, tc.gone)
 			}
 		})
+	}
+}
+
+// keys is a team's scoped key store whose revocation fails as often as told.
+type keys struct {
+	held       map[int64]bool
+	failRevoke int
+}
+
+func (k *keys) HoldsTeamKey(_ context.Context, teamID int64) (bool, error) { return k.held[teamID], nil }
+
+func (k *keys) RevokeTeamKey(_ context.Context, teamID int64) error {
+	if k.failRevoke > 0 {
+		k.failRevoke--
+		return errors.New("injected: cannot delete the team key Secret")
+	}
+	delete(k.held, teamID)
+	return nil
+}
+
+// TestDeleteRetriesTeamKeyCleanup: Delete removes the team and then its
+// scoped key. When the second step fails, the next reconcile must not read
+// the team's 404 as "all gone" (the finalizer would go and the key's account
+// and Secret leak): Delete runs again until the key is gone too.
+func TestDeleteRetriesTeamKeyCleanup(t *testing.T) {
+	f := controllertest.New(t)
+	id := f.Team(t, "Platform")
+	k := &keys{held: map[int64]bool{id: true}, failRevoke: 1}
+	cr := team(withID(id))
+	now := metav1.Now()
+	cr.SetDeletionTimestamp(&now)
+
+	// The managed reconciler's deletion: Observe, then Delete while the
+	// object exists; the finalizer goes once Observe says it does not.
+	for i := 0; ; i++ {
+		if i == 5 {
+			t.Fatal("the finalizer never went")
+		}
+		e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}, keys: k}
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			t.Fatalf("reconcile %d: Observe: %v", i, err)
+		}
+		if !o.ResourceExists {
+			break
+		}
+		_, _ = e.Delete(t.Context(), cr)
+	}
+	if _, err := f.Client.GetTeam(t.Context(), id); !terdut.IsNotFound(err) {
+		t.Errorf("the team is still on the server: %v", err)
+	}
+	if k.held[id] {
+		t.Error("the finalizer went while the team's scoped key was still kept: it leaks")
 	}
 }
