@@ -418,3 +418,32 @@ func TestDeleteRetriesCheckpointCleanup(t *testing.T) {
 		t.Error("the finalizer went while the bootstrap checkpoint (an admin key) was still there")
 	}
 }
+
+// TestAdoptAfterConflictChecksOwnership: the lookup by name misses, the POST
+// answers 409, and the account found then is one another MR manages: it must
+// be refused like any adoption (ResourceNotOwned), with no key minted on it.
+func TestAdoptAfterConflictChecksOwnership(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{AdminKey: "tdk_admin"})
+	admin, _ := terdut.New(terdut.Options{Endpoint: f.url, Token: "tdk_admin", MaxRetries: -1})
+	theirs, err := admin.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: "terdut-operator", Scope: "instance"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.e.pc, f.e.pcAuthenticated = admin, true
+	refused := errors.New("service account managed by another MR")
+	f.e.adopter = generic.Adopter{Check: func(_ context.Context, id int64) error {
+		if id == theirs.ID {
+			return refused
+		}
+		return nil
+	}}
+	f.double.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/service-accounts", Status: http.StatusOK, Body: "[]", Times: 1})
+	cr := sa()
+	cr.Spec.ForProvider.Bootstrap = nil
+	if _, err := f.e.Create(t.Context(), cr); !errors.Is(err, refused) {
+		t.Errorf("Create after a 409 for another MR's account: %v, want the ownership refusal", err)
+	}
+	if n := f.double.Count("POST /api/service-accounts/{id}/keys"); n != 0 || meta.GetExternalName(cr) != "" {
+		t.Errorf("%d keys minted, external-name %q: the other MR's account was adopted", n, meta.GetExternalName(cr))
+	}
+}
