@@ -8,6 +8,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,10 @@ import (
 // lost while its integration still exists.
 const ReasonWebhookSecretLost xpv2.ConditionReason = "WebhookSecretLost"
 
+// reasonOrphanDeleted: the event of an orphan of an interrupted create
+// deleted before the integration is made again.
+const reasonOrphanDeleted event.Reason = "DeletedOrphanedIntegration"
+
 // Keys of the connection Secret, usable by Alertmanager's webhook_configs as
 // files (url_file, and the key as a bearer token file).
 const (
@@ -40,8 +45,15 @@ const (
 
 	// AnnotationIntegrationID on the Secret says whose key it holds.
 	AnnotationIntegrationID = "terdut.ryuvia.com/integration-id"
-	// LabelIntegration on the Secret names the Integration that wrote it.
-	LabelIntegration = "terdut.ryuvia.com/integration"
+	// AnnotationIntegration on the Secret names the Integration that wrote
+	// it. NOTE: an annotation, not a label: an MR name may be 253
+	// characters long, a label value only 63.
+	AnnotationIntegration = "terdut.ryuvia.com/integration"
+	// AnnotationCreating on the Secret says a Create was about to POST the
+	// integration, at that time. Until the key is written, an integration
+	// of the MR's name that the Secret does not hold is that Create's
+	// orphan: nobody has its key.
+	AnnotationCreating = "terdut.ryuvia.com/creating"
 )
 
 const (
@@ -50,7 +62,10 @@ const (
 	errDeleteIntegration = "cannot delete integration"
 	errNoSecretRef       = "spec.writeConnectionSecretToRef is required: the webhook url and key are written only there"
 	errGetSecret         = "cannot get the connection Secret"
+	errPrepareSecret     = "cannot prepare the connection Secret %q for the webhook url and key; no integration was created"
 	errWriteSecret       = "cannot write the webhook url and key to the connection Secret %q; integration %d was deleted again since nobody holds its key"
+	errDeleteOrphan      = "cannot delete integration %d, which an interrupted create left without a key"
+	msgOrphan            = "Deleted integration %d: an interrupted create made it, and its url and key were never written anywhere. Creating it again."
 	errWriteSecretKept   = "cannot write the webhook url and key to the connection Secret %q, nor delete integration %d again: its key is lost"
 	errSecretLost        = "the connection Secret lost the webhook url and key: see the Ready condition"
 	msgSecretLost        = "Secret %q no longer holds the webhook url and key of integration %d, and terdut-server never shows them again. No new key was minted, so nothing that sends to this integration broke. To get a new URL and key, delete and recreate this Integration."
@@ -172,13 +187,9 @@ func (e *external) find(ctx context.Context, teamID int64, match func(terdut.Int
 // secretDetails returns the url and key in the connection Secret, or nil
 // when the Secret is gone, incomplete, or holds another integration's key.
 func (e *external) secretDetails(ctx context.Context, r client.Reader, cr *v1alpha1.Integration, id int64) (managed.ConnectionDetails, error) {
-	s := &corev1.Secret{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: secretName(cr)}, s)
-	if kerrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, errors.Wrap(err, errGetSecret)
+	s, err := e.secret(ctx, r, cr)
+	if err != nil || s == nil {
+		return nil, err
 	}
 	if s.Annotations[AnnotationIntegrationID] != generic.FormatID(id) || len(s.Data[SecretKeyURL]) == 0 || len(s.Data[SecretKeyKey]) == 0 {
 		return nil, nil
@@ -206,10 +217,20 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			return managed.ExternalCreation{}, errors.Wrap(err, errDeleteIntegration)
 		}
 	}
+	if err := e.deleteOrphan(ctx, cr, teamID); err != nil {
+		return managed.ExternalCreation{}, err
+	}
 	in, adopted, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.Integration]{
 		Kind: "integration", Name: p.Name,
 		Lookup: func(ctx context.Context) (*terdut.Integration, error) { return e.find(ctx, teamID, byName(p.Name)) },
 		Create: func(ctx context.Context) (*terdut.Integration, error) {
+			// NOTE: the Secret is written first, marked "creating": a
+			// Secret the server would refuse (or one another object
+			// controls) fails here, before a key exists that nobody
+			// could hold.
+			if err := e.writeSecret(ctx, cr, map[string]string{AnnotationCreating: time.Now().UTC().Format(time.RFC3339)}, nil); err != nil {
+				return nil, errors.Wrapf(err, errPrepareSecret, secretName(cr))
+			}
 			return e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
 		},
 		ID:   func(in *terdut.Integration) int64 { return in.ID },
@@ -246,16 +267,36 @@ func mayCreate(cr *v1alpha1.Integration) bool {
 	return len(cr.GetManagementPolicies()) == 0
 }
 
+// deleteOrphan deletes the integration an interrupted Create left behind:
+// the Secret is still marked "creating" and does not hold the key of the
+// integration of the MR's name. Nobody holds that key, so deleting it breaks
+// nothing, and adopting it would leave the MR without a key.
+func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, teamID int64) error {
+	s, err := e.secret(ctx, e.read(), cr)
+	if err != nil || s == nil || s.Annotations[AnnotationCreating] == "" {
+		return err
+	}
+	orphan, err := e.find(ctx, teamID, byName(cr.Spec.ForProvider.Name))
+	if err != nil || orphan == nil || s.Annotations[AnnotationIntegrationID] == generic.FormatID(orphan.ID) {
+		return err
+	}
+	if e.adopter.Check.Allowed(ctx, orphan.ID) != nil {
+		// Another MR manages it: not ours; adoption refuses it too.
+		return nil
+	}
+	if err := e.api.DeleteIntegration(ctx, teamID, orphan.ID); err != nil && !terdut.IsNotFound(err) {
+		return errors.Wrapf(err, errDeleteOrphan, orphan.ID)
+	}
+	e.record.Event(cr, event.Normal(reasonOrphanDeleted, fmt.Sprintf(msgOrphan, orphan.ID)))
+	return nil
+}
+
 // keep writes a just-created integration's url and key to the connection
 // Secret. If that fails, the integration is deleted again: nobody holds its
 // key. If even that fails, its ID is recorded so the loss is reported
 // (WebhookSecretLost) rather than the integration leaked.
 func (e *external) keep(ctx context.Context, cr *v1alpha1.Integration, teamID int64, in *terdut.Integration) error {
-	s := resource.LocalConnectionSecretFor(cr, v1alpha1.IntegrationGroupVersionKind)
-	s.Labels = map[string]string{LabelIntegration: cr.GetName()}
-	s.Annotations = map[string]string{AnnotationIntegrationID: generic.FormatID(in.ID)}
-	s.Data = details(in)
-	err := resource.NewAPIPatchingApplicator(e.kube).Apply(ctx, s, resource.ConnectionSecretMustBeControllableBy(cr.GetUID()))
+	err := e.writeSecret(ctx, cr, map[string]string{AnnotationIntegrationID: generic.FormatID(in.ID)}, details(in))
 	if err == nil {
 		return nil
 	}
@@ -264,6 +305,49 @@ func (e *external) keep(ctx context.Context, cr *v1alpha1.Integration, teamID in
 		return errors.Wrapf(err, errWriteSecretKept, secretName(cr), in.ID)
 	}
 	return errors.Wrapf(err, errWriteSecret, secretName(cr), in.ID)
+}
+
+// writeSecret replaces the connection Secret's annotations (plus the one
+// naming the MR) and data, if the Secret is the MR's to write. It reads
+// past the cache: Create writes it twice in a row.
+func (e *external) writeSecret(ctx context.Context, cr *v1alpha1.Integration, annotations map[string]string, data map[string][]byte) error {
+	want := resource.LocalConnectionSecretFor(cr, v1alpha1.IntegrationGroupVersionKind)
+	want.Annotations = annotations
+	want.Annotations[AnnotationIntegration] = cr.GetName()
+	want.Data = data
+	cur, err := e.secret(ctx, e.read(), cr)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		return e.kube.Create(ctx, want)
+	}
+	if err := resource.ConnectionSecretMustBeControllableBy(cr.GetUID())(ctx, cur, want); err != nil {
+		return err
+	}
+	want.ResourceVersion, want.Labels = cur.ResourceVersion, cur.Labels
+	return e.kube.Update(ctx, want)
+}
+
+// secret is the connection Secret as r reads it; nil when there is none.
+func (e *external) secret(ctx context.Context, r client.Reader, cr *v1alpha1.Integration) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: secretName(cr)}, s)
+	if kerrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errors.Wrap(err, errGetSecret)
+	}
+	return s, nil
+}
+
+// read is the reader past the cache (the cache itself in unit tests).
+func (e *external) read() client.Reader {
+	if e.reader != nil {
+		return e.reader
+	}
+	return e.kube
 }
 
 // Update renames in place; the URL and key stay. (A kind change is a

@@ -4,15 +4,19 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -73,7 +77,37 @@ func kube(t *testing.T, objs ...client.Object) client.Client {
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	store := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	// NOTE: the fake client does not validate metadata; the API server
+	// does, and the provider must live with what it refuses.
+	valid := func(obj client.Object) error {
+		errs := metav1validation.ValidateLabels(obj.GetLabels(), field.NewPath("metadata", "labels"))
+		errs = append(errs, apivalidation.ValidateAnnotations(obj.GetAnnotations(), field.NewPath("metadata", "annotations"))...)
+		if len(errs) > 0 {
+			return kerrors.NewInvalid(obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetName(), errs)
+		}
+		return nil
+	}
+	return interceptor.NewClient(store, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := valid(obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if err := valid(obj); err != nil {
+				return err
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if err := valid(obj); err != nil {
+				return err
+			}
+			return c.Patch(ctx, obj, p, opts...)
+		},
+	})
 }
 
 // seeded is an integration created on the double, with its key kept in a
@@ -348,11 +382,11 @@ func TestCreate(t *testing.T) {
 			want: want{integrations: 1, posts: 1, adopted: true, recorded: true},
 		},
 		"SecretNotOurs": {
-			reason: "The Secret name is taken by a Secret we do not control: the fresh integration is deleted again (nobody holds its key), and the error says so.",
+			reason: "The Secret name is taken by a Secret we do not control: refused before any integration (and key) is made, and the error says so.",
 			setup: func(*testing.T, *controllertest.Fixture, int64) []client.Object {
 				return []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: "team-a"}, Type: corev1.SecretTypeOpaque}}
 			},
-			want: want{posts: 1, err: true},
+			want: want{posts: 0, err: true},
 		},
 		"ServerError": {
 			reason: "A failing POST is an error and records no ID.",
@@ -476,5 +510,67 @@ func TestDelete(t *testing.T) {
 				t.Errorf("\n%s\nDelete(...): gone %v, want %v", tc.reason, gone, tc.gone)
 			}
 		})
+	}
+}
+
+// TestCreateWithALongName: an Integration's name may be 253 characters long,
+// longer than a label value may be. Its Secret must be written all the same:
+// one POST, one integration, its key in the Secret, and nothing to redo at
+// the next reconcile.
+func TestCreateWithALongName(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	k := kube(t)
+	cr := integ(teamID)
+	cr.Name = strings.Repeat("prod-alertmanager-", 5) + "eu-west-1"
+	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	for i := range 3 {
+		e.replace = nil
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			t.Fatalf("reconcile %d: Observe: %v", i, err)
+		}
+		if !o.ResourceExists {
+			if _, err := e.Create(t.Context(), cr); err != nil {
+				t.Errorf("reconcile %d: Create: %v", i, err)
+			}
+		}
+	}
+	if n, posts := len(f.Server.Snapshot().Integrations), f.Server.Count("POST /api/teams/{id}/integrations"); n != 1 || posts != 1 {
+		t.Errorf("%d integrations, %d POSTs after three reconciles; want 1 and 1", n, posts)
+	}
+	if s := getSecret(t, k); len(s.Data[SecretKeyKey]) == 0 || s.Annotations[AnnotationIntegration] != cr.Name {
+		t.Errorf("Secret has a key: %v, annotations %v: want the key, and the MR named", len(s.Data[SecretKeyKey]) > 0, s.Annotations)
+	}
+}
+
+// TestCreateResumesAfterPostWithoutSecret: the POST was committed but its
+// answer lost (or the provider killed) before the key was written. The next
+// Create must not adopt that integration without a key (WebhookSecretLost
+// forever): nobody holds its key, so it is deleted and made again.
+func TestCreateResumesAfterPostWithoutSecret(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	k := kube(t)
+	cr := integ(teamID)
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	if _, err := e.Create(t.Context(), cr); err == nil {
+		t.Fatal("Create with a lost POST answer: want an error")
+	}
+	if _, err := e.Create(t.Context(), cr); err != nil {
+		t.Fatalf("the resumed Create: %v", err)
+	}
+	st := f.Server.Snapshot()
+	if len(st.Integrations) != 1 || meta.GetExternalName(cr) != generic.FormatID(st.Integrations[0].ID) {
+		t.Fatalf("integrations %+v, external-name %q: want one, recorded", st.Integrations, meta.GetExternalName(cr))
+	}
+	e.replace = nil
+	if o, err := e.Observe(t.Context(), cr); err != nil || !o.ResourceUpToDate || len(o.ConnectionDetails[SecretKeyKey]) == 0 {
+		t.Errorf("Observe = %+v, %v: want the integration up to date with its key in the Secret", o, err)
+	}
+	if got := rec.Reasons(); !slices.Contains(got, string(reasonOrphanDeleted)) {
+		t.Errorf("events %v, want %s", got, reasonOrphanDeleted)
 	}
 }
