@@ -1,15 +1,22 @@
 // Package config reconciles ProviderConfigs and ClusterProviderConfigs: it
-// counts their users and blocks their deletion while they are in use.
+// counts their users, blocks their deletion while they are in use, and drops
+// the cached clients of a config that is gone.
 package config
 
 import (
+	"context"
+
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/providerconfig"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -28,17 +35,40 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		r := providerconfig.NewReconciler(mgr, k.config,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
 			providerconfig.WithRecorder(generic.NewRecorder(mgr, name)))
+		f := &Forgetting{Reconciler: r, Kube: mgr.GetClient(), Clients: o.Servers.Clients, Kind: k.kind, NewObject: func() client.Object {
+			return k.object.DeepCopyObject().(client.Object) //nolint:forcetypeassert // A copy of a provider config is one.
+		}}
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named(name).
 			WithOptions(o.ForControllerRuntime()).
 			For(k.object).
 			Watches(&v1alpha1.ProviderConfigUsage{}, &resource.EnqueueRequestForProviderConfig{Kind: k.kind}).
-			Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+			Complete(ratelimiter.NewReconciler(name, f, o.GlobalRateLimiter))
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Forgetting drops the cached clients of a provider config that is gone
+// (its own, its teams' and those of other keys on its server) before it
+// hands the request on.
+type Forgetting struct {
+	reconcile.Reconciler
+	Kube      client.Reader
+	Clients   *terdut.Cache
+	Kind      string
+	NewObject func() client.Object
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (f *Forgetting) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	err := f.Kube.Get(ctx, req.NamespacedName, f.NewObject())
+	if kerrors.IsNotFound(err) {
+		f.Clients.Forget(generic.ConfigID(f.Kind, req.Namespace, req.Name))
+	}
+	return f.Reconciler.Reconcile(ctx, req)
 }
 
 // kinds are the provider config kinds for one config kind: both kinds share

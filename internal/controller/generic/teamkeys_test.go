@@ -258,3 +258,30 @@ func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
 		})
 	}
 }
+
+// TestRevokeTeamKeyForgetsItsClient: when a Team goes, the client that held
+// its scoped key goes from the cache too (it would hold a dead key and a
+// connection pool forever).
+func TestRevokeTeamKeyForgetsItsClient(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+	tm, _ := instance.CreateTeam(t.Context(), "Platform")
+	team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
+	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
+	cpc.Spec.Endpoint = hs.URL
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
+	teamOf := func(*v1alpha1.Team) (int64, bool) { return tm.ID, true }
+	c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), withTeamOf(teamOf))
+	if _, err := c.Connect(t.Context(), mgTeam("team-a", "child", "c", "", "default", 0)); err != nil {
+		t.Fatal(err)
+	}
+	before := c.servers.Clients.Len()
+	if err := c.got.Conn.RevokeTeamKey(t.Context(), tm.ID); err != nil {
+		t.Fatal(err)
+	}
+	if after := c.servers.Clients.Len(); after != before-1 {
+		t.Errorf("%d clients cached after the team's key was revoked, want %d (its client forgotten)", after, before-1)
+	}
+}
