@@ -42,6 +42,7 @@ const (
 	errMintTeamKey   = "cannot mint a team-scoped key for team %d"
 	errWriteTeamKey  = "cannot write the team key Secret %s/%s"
 	errRevokeTeamKey = "cannot remove the team-scoped service account of team %d"
+	errRevokeOldKey  = "cannot revoke the replaced key %d of team %d"
 	errTooSoon       = "the key of team %d was re-minted less than a minute ago and is refused again: not re-minting in a loop"
 )
 
@@ -167,6 +168,7 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 	if err != nil {
 		return "", errors.Wrapf(err, errMintTeamKey, teamID)
 	}
+	replaced := keyOf(cur)
 	s := cur
 	if s == nil {
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: SecretName(cfg, teamID)}}
@@ -185,9 +187,31 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		err = k.Kube.Create(ctx, s)
 	}
 	if err != nil {
+		// NOTE: nobody holds the new key: it must not stay valid either.
+		_ = instance.RevokeKey(ctx, sa.ID, key.ID)
 		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
 	}
+	// NOTE: only once the new key is written: the key it replaces (on the
+	// same account) is revoked, so no key stays valid that nobody holds.
+	if replaced.account == sa.ID && replaced.key != 0 && replaced.key != key.ID {
+		if err := instance.RevokeKey(ctx, sa.ID, replaced.key); err != nil && !terdut.IsNotFound(err) {
+			return "", errors.Wrapf(err, errRevokeOldKey, replaced.key, teamID)
+		}
+	}
 	return key.Key, nil
+}
+
+// keyRef names a key of a team's account.
+type keyRef struct{ account, key int64 }
+
+// keyOf is the key a team key Secret names; zero when there is none.
+func keyOf(s *corev1.Secret) keyRef {
+	if s == nil {
+		return keyRef{}
+	}
+	acct, _ := strconv.ParseInt(string(s.Data[keyAccountID]), 10, 64)
+	key, _ := strconv.ParseInt(string(s.Data[keyKeyID]), 10, 64)
+	return keyRef{account: acct, key: key}
 }
 
 // Held reports whether a team's key Secret is still there (through the

@@ -285,3 +285,36 @@ func TestRevokeTeamKeyForgetsItsClient(t *testing.T) {
 		t.Errorf("%d clients cached after the team's key was revoked, want %d (its client forgotten)", after, before-1)
 	}
 }
+
+// TestRemintRevokesTheReplacedKey: a team key answered with 401 is re-minted.
+// The key it replaces must not stay valid on the server: a key nobody
+// holds any more is one more key that could leak.
+func TestRemintRevokesTheReplacedKey(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	k := &TeamKeys{Kube: kube, Namespace: "crossplane-system"}
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg.Spec.Endpoint = hs.URL
+	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := o.Token
+	// One 401 (a server hiccup, say): the client asks for a new key.
+	double.AddFault(terdutdouble.Fault{Method: "GET", Route: "/api/teams/{id}/integrations", Status: 401, Times: 1})
+	tc, _ := terdut.New(o)
+	if _, err := tc.ListIntegrations(t.Context(), team.ID); err != nil {
+		t.Fatalf("after a 401: %v, want a re-minted key to work", err)
+	}
+	old, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: first, MaxRetries: -1})
+	if _, err := old.ListIntegrations(t.Context(), team.ID); !terdut.IsUnauthorized(err) {
+		t.Errorf("the replaced key still works (%v): it was not revoked", err)
+	}
+	if n := len(double.Snapshot().ServiceAccounts[0].KeyIDs); n != 1 {
+		t.Errorf("the team's account holds %d keys, want 1", n)
+	}
+}
