@@ -41,6 +41,15 @@ func eventually(t *testing.T, d time.Duration, what string, check func() string)
 	t.Fatalf("%s: not within %s: %s", what, d, last)
 }
 
+// must fails the test when err is set: an injection (drift, a fault) that
+// did not happen would otherwise read as "handled".
+func must(t *testing.T, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 // allowed is the label the suite's ClusterProviderConfig admits namespaces by
 // (examples/providerconfig/clusterproviderconfig.yaml).
 var allowed = map[string]string{"terdut.ryuvia.com/allowed-server": "default"}

@@ -116,9 +116,10 @@ spec:
 	eventually(t, 30*time.Second, "repeat count on the server", serverRepeat(3))
 
 	scenario(t, "change the policy on the server -> reverted at the next poll")
-	p, _ := env.admin.GetEscalationPolicy(t.Context(), teamID)
+	p, err := env.admin.GetEscalationPolicy(t.Context(), teamID)
+	must(t, err, "read the policy to tamper with it")
 	p.RepeatCount = 9
-	_ = env.admin.PutEscalationPolicy(t.Context(), teamID, *p)
+	must(t, env.admin.PutEscalationPolicy(t.Context(), teamID, *p), "tamper with the policy on the server")
 	eventually(t, 30*time.Second, "drift reverted", serverRepeat(3))
 
 	scenario(t, "an unknown username -> Ready=False UnknownUser naming it")
@@ -130,7 +131,7 @@ spec:
 
 	scenario(t, "delete the EscalationPolicy -> the server policy is emptied")
 	deleteAndWait(t, cr)
-	if p, _ := env.admin.GetEscalationPolicy(t.Context(), teamID); !p.IsEmpty() {
+	if p, err := env.admin.GetEscalationPolicy(t.Context(), teamID); err != nil || !p.IsEmpty() {
 		t.Fatalf("policy after delete = %+v, want empty", p)
 	}
 	deleteAndWait(t, team)
@@ -177,12 +178,12 @@ spec:
 	eventually(t, 30*time.Second, "timeout on the server", serverTimeout("30m"))
 
 	scenario(t, "change the switch on the server -> reverted at the next poll")
-	_ = env.admin.UpdateDeadmanSwitch(t.Context(), teamID, id, terdut.DeadmanSwitch{Matcher: "alertname=Other", Timeout: "1h", Severity: "info"})
+	must(t, env.admin.UpdateDeadmanSwitch(t.Context(), teamID, id, terdut.DeadmanSwitch{Matcher: "alertname=Other", Timeout: "1h", Severity: "info"}), "tamper with the switch on the server")
 	eventually(t, 30*time.Second, "drift reverted", serverTimeout("30m"))
 
 	scenario(t, "delete the DeadmanSwitch -> gone on the server")
 	deleteAndWait(t, cr)
-	if list, _ := env.admin.ListDeadmanSwitches(t.Context(), teamID); len(list) != 0 {
+	if list, err := env.admin.ListDeadmanSwitches(t.Context(), teamID); err != nil || len(list) != 0 {
 		t.Fatalf("switches after delete = %+v", list)
 	}
 	deleteAndWait(t, team)
@@ -230,7 +231,7 @@ spec:
 	})
 
 	scenario(t, "rename on the server -> reverted at the next poll")
-	_ = env.admin.RenameIntegration(t.Context(), teamID, id, "by-hand")
+	must(t, env.admin.RenameIntegration(t.Context(), teamID, id, "by-hand"), "tamper with the integration on the server")
 	eventually(t, 30*time.Second, "drift reverted", func() string {
 		for _, i := range state(t).Integrations {
 			if i.ID == id && i.Name == "prod-am-2" {

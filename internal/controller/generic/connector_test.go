@@ -2,6 +2,7 @@ package generic
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,5 +208,21 @@ func TestConnectRefusedSetsRefNotPermitted(t *testing.T) {
 	mg.SetDeletionTimestamp(&now)
 	if _, err := c.Connect(t.Context(), mg); err != nil {
 		t.Errorf("Connect of a refused MR being deleted: %v, want allowed to clean up", err)
+	}
+}
+
+// TestPermittedSaysWhyASelectorIsInvalid: a selector that does not parse is
+// refused with the parser's reason, not a bare "invalid".
+func TestPermittedSaysWhyASelectorIsInvalid(t *testing.T) {
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near", Values: []string{"x"}}}}
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "shared", Consent: &Consent{HomeNamespace: "platform", Allowed: v1alpha1.AllowedNamespaces{From: "Selector", Selector: bad}}}
+	err := Permitted(t.Context(), kube, cfg, "team-b")
+	if err == nil || !strings.Contains(err.Error(), `"Near"`) {
+		t.Errorf("Permitted with operator Near: %v, want the parser's reason naming it", err)
+	}
+	cfg.Consent.Allowed.Selector = nil
+	if err := Permitted(t.Context(), kube, cfg, "team-b"); err == nil || !strings.Contains(err.Error(), "no selector") {
+		t.Errorf("Permitted with from: Selector and no selector: %v, want it said", err)
 	}
 }

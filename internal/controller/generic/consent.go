@@ -25,6 +25,7 @@ const (
 	errNotPermitted = "%s %q does not admit namespace %q (allowedNamespaces.from: %s, homeNamespace: %q): ask its owner to admit the namespace, or use another provider config"
 	errGetNamespace = "cannot get namespace %q to check the consent of %s %q"
 	errBadSelector  = "%s %q has an invalid allowedNamespaces.selector"
+	errNoSelector   = "%s %q has allowedNamespaces.from: Selector but no selector"
 )
 
 type notPermitted struct{ error }
@@ -80,9 +81,12 @@ func Permitted(ctx context.Context, kube client.Reader, cfg Config, ns string) e
 	case v1alpha1.NamespacesFromAll:
 		return nil
 	case v1alpha1.NamespacesFromSelector:
+		if c.Allowed.Selector == nil {
+			return errors.Errorf(errNoSelector, cfg.Kind, cfg.Name)
+		}
 		sel, err := metav1.LabelSelectorAsSelector(c.Allowed.Selector)
-		if err != nil || c.Allowed.Selector == nil {
-			return errors.Errorf(errBadSelector, cfg.Kind, cfg.Name)
+		if err != nil {
+			return errors.Wrapf(err, errBadSelector, cfg.Kind, cfg.Name)
 		}
 		n := &corev1.Namespace{}
 		if err := kube.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
