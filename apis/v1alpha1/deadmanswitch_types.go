@@ -111,5 +111,6 @@ type DeadmanSwitch struct {
 type DeadmanSwitchList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []DeadmanSwitch `json:"items"`
+
+	Items []DeadmanSwitch `json:"items"`
 }

@@ -159,5 +159,6 @@ type EscalationPolicy struct {
 type EscalationPolicyList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []EscalationPolicy `json:"items"`
+
+	Items []EscalationPolicy `json:"items"`
 }

@@ -101,5 +101,6 @@ type Integration struct {
 type IntegrationList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []Integration `json:"items"`
+
+	Items []Integration `json:"items"`
 }

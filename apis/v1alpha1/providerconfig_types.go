@@ -88,12 +88,12 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.source != 'Environment' || has(self.env)",message="credentials.env is required when source is Environment"
 // +kubebuilder:validation:XValidation:rule="self.source != 'Filesystem' || has(self.fs)",message="credentials.fs is required when source is Filesystem"
 type ProviderCredentials struct {
+	xpv2.CommonCredentialSelectors `json:",inline"`
+
 	// Source of the key. Secret is the one to use in a cluster: the
 	// instance key in the operator namespace.
 	// +kubebuilder:validation:Enum=Secret;Environment;Filesystem
 	Source xpv2.CredentialsSource `json:"source"`
-
-	xpv2.CommonCredentialSelectors `json:",inline"`
 }
 
 // A ProviderConfigStatus reflects the observed state of a provider config.
@@ -125,7 +125,8 @@ type ProviderConfig struct {
 type ProviderConfigList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ProviderConfig `json:"items"`
+
+	Items []ProviderConfig `json:"items"`
 }
 
 // +kubebuilder:object:root=true
@@ -155,7 +156,8 @@ type ClusterProviderConfig struct {
 type ClusterProviderConfigList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ClusterProviderConfig `json:"items"`
+
+	Items []ClusterProviderConfig `json:"items"`
 }
 
 // +kubebuilder:object:root=true
@@ -182,5 +184,6 @@ type ProviderConfigUsage struct {
 type ProviderConfigUsageList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ProviderConfigUsage `json:"items"`
+
+	Items []ProviderConfigUsage `json:"items"`
 }

@@ -149,13 +149,22 @@ type ServiceAccount struct {
 type ServiceAccountList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ServiceAccount `json:"items"`
+
+	Items []ServiceAccount `json:"items"`
 }
+
+// Service-account scopes (terdut-server's own words).
+const (
+	// ScopeInstance may manage teams and service accounts.
+	ScopeInstance = "instance"
+	// ScopeTeam may touch its own team's objects only.
+	ScopeTeam = "team"
+)
 
 // ResolveReferences resolves a team-scoped account's team.
 func (mg *ServiceAccount) ResolveReferences(ctx context.Context, c client.Reader) error {
 	p := &mg.Spec.ForProvider
-	if p.Scope != "team" {
+	if p.Scope != ScopeTeam {
 		return nil
 	}
 	return resolveTeamID(ctx, c, mg, &p.TeamID, &p.TeamIDRef, &p.TeamIDSelector)

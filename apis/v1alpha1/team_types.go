@@ -89,5 +89,6 @@ type Team struct {
 type TeamList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []Team `json:"items"`
+
+	Items []Team `json:"items"`
 }

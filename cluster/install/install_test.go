@@ -18,7 +18,7 @@ func TestNamespaceReadIsGranted(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := map[string]map[string]any{}
-	for _, d := range bytes.Split(raw, []byte("\n---\n")) {
+	for d := range bytes.SplitSeq(raw, []byte("\n---\n")) {
 		var o map[string]any
 		if err := yaml.Unmarshal(d, &o); err != nil {
 			t.Fatal(err)
@@ -40,8 +40,9 @@ func TestNamespaceReadIsGranted(t *testing.T) {
 	env := get(docs["DeploymentRuntimeConfig"], "spec", "deploymentTemplate", "spec", "template", "spec", "containers", 0, "env", 0, "name")
 	rule := get(docs["ClusterRole"], "rules", 0).(map[string]any)
 	subject := get(docs["ClusterRoleBinding"], "subjects", 0, "name")
-	verbs := []string{}
-	for _, v := range rule["verbs"].([]any) {
+	ruleVerbs := rule["verbs"].([]any)
+	verbs := make([]string, 0, len(ruleVerbs))
+	for _, v := range ruleVerbs {
 		verbs = append(verbs, v.(string))
 	}
 	if sa != subject || env != "POD_NAMESPACE" || get(rule, "resources", 0) != "namespaces" ||
@@ -65,7 +66,7 @@ func TestCrossplaneMayComposeTheServer(t *testing.T) {
 		Rules    []struct{ APIGroups, Resources, Verbs []string }
 	}
 	found := false
-	for _, d := range bytes.Split(raw, []byte("\n---\n")) {
+	for d := range bytes.SplitSeq(raw, []byte("\n---\n")) {
 		if err := yaml.Unmarshal(d, &role); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,7 +31,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
@@ -107,8 +107,8 @@ func run(f flags) error {
 		LeaderElection:             f.leaderElection,
 		LeaderElectionID:           "crossplane-leader-election-provider-terdut",
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
-		LeaseDuration:              ptr(60 * time.Second),
-		RenewDeadline:              ptr(50 * time.Second),
+		LeaseDuration:              new(60 * time.Second),
+		RenewDeadline:              new(50 * time.Second),
 	})
 	if err != nil {
 		return fmt.Errorf("cannot create the controller manager: %w", err)
@@ -175,8 +175,6 @@ func run(f flags) error {
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -64,7 +65,7 @@ func run(args []string) error {
 		o.Users = strings.Split(*users, ",")
 	}
 
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", *listen)
 	if err != nil {
 		return err
 	}

@@ -154,7 +154,7 @@ func deployment(n ServerNames, s *platform.XTerdutServerSpec) *appsv1.Deployment
 		Env:             Environment(n, s),
 		ReadinessProbe:  probe(0),
 		LivenessProbe:   probe(10),
-		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)},
+		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false)},
 	}
 	if s.Resources != nil {
 		c.Resources = *s.Resources
@@ -163,7 +163,7 @@ func deployment(n ServerNames, s *platform.XTerdutServerSpec) *appsv1.Deployment
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: n.Name, Labels: labels(n)},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(ptr.Deref(s.Replicas, 1)),
+			Replicas: new(ptr.Deref(s.Replicas, 1)),
 			Selector: &metav1.LabelSelector{MatchLabels: selector(n)},
 			// NOTE: terdut-server is not tested with two instances on one
 			// database, so an update stops the old pod before starting

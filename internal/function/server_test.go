@@ -28,12 +28,12 @@ func defaulted(opts ...func(*platform.XTerdutServerSpec)) *platform.XTerdutServe
 		Image:         platform.Image{Repository: "git.ryuvia.com/niklas/terdut-server", Tag: "v0.9.3"},
 		Replicas:      ptr.To[int32](1),
 		Networking:    platform.Networking{ServicePort: 8080},
-		Database:      platform.Database{DSN: ptr.To("postgres://terdut@db:5432/terdut"), PasswordSecretRef: &platform.SecretKeyRef{Name: "terdut-db", Key: "password"}},
+		Database:      platform.Database{DSN: new("postgres://terdut@db:5432/terdut"), PasswordSecretRef: &platform.SecretKeyRef{Name: "terdut-db", Key: "password"}},
 		Sweeper:       platform.Sweeper{StaleAfter: "6h", ArchiveAfter: "168h"},
 		Deadman:       platform.Deadman{Matchers: "alertname=Watchdog", Timeout: "15m", Severity: "critical"},
 		Notify:        platform.Notify{RepeatEvery: "15m"},
 		OIDC:          platform.OIDC{Name: "SSO", Scopes: "openid profile email", SessionMaxAge: "12h"},
-		PasswordLogin: ptr.To(true),
+		PasswordLogin: new(true),
 		AllowedTeams:  platform.AllowedTeams{Namespaces: v1alpha1.AllowedNamespaces{From: "None"}},
 		Bootstrap:     platform.Bootstrap{Username: "admin"},
 	}
@@ -84,7 +84,7 @@ func TestEnvironment(t *testing.T) {
 					Name:            "Company SSO", Scopes: "openid email", AllowedGroups: []string{"oncall", "sre"},
 					AdminGroup: "sre-leads", SessionMaxAge: "8h",
 				}
-				s.PasswordLogin = ptr.To(false)
+				s.PasswordLogin = new(false)
 			}),
 			want: []corev1.EnvVar{
 				env(EnvListenAddr, ":9090"),
@@ -170,7 +170,7 @@ func TestServerDeployment(t *testing.T) {
 					Resources:       *spec.Resources,
 					ReadinessProbe:  probe(0),
 					LivenessProbe:   probe(10),
-					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)},
+					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false)},
 				}}},
 			},
 		},
@@ -227,7 +227,7 @@ func TestServer(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			out := Server(names, tc.spec)
-			var got []string
+			got := make([]string, 0, len(out))
 			byName := map[string]any{}
 			for _, c := range out {
 				got = append(got, c.Name)

@@ -1,6 +1,7 @@
 package terdutdouble
 
 import (
+	"maps"
 	"net/http"
 	"time"
 
@@ -19,19 +20,22 @@ type State struct {
 
 // StateSwitch is a switch with its team.
 type StateSwitch struct {
-	TeamID int64 `json:"teamId"`
 	terdut.DeadmanSwitch
+
+	TeamID int64 `json:"teamId"`
 }
 
 // StateIntegration is an integration with its team, without url or key.
 type StateIntegration struct {
-	TeamID int64 `json:"teamId"`
 	terdut.Integration
+
+	TeamID int64 `json:"teamId"`
 }
 
 // StateAccount is a service account with the IDs of its live keys.
 type StateAccount struct {
 	terdut.ServiceAccount
+
 	KeyIDs []int64 `json:"keyIds"`
 }
 
@@ -46,9 +50,7 @@ func (s *Server) Snapshot() State {
 		Switches:     []StateSwitch{},
 		Integrations: []StateIntegration{},
 	}
-	for id, p := range s.policies {
-		st.Policies[id] = p
-	}
+	maps.Copy(st.Policies, s.policies)
 	for _, sw := range sortedValues(s.switches) {
 		st.Switches = append(st.Switches, StateSwitch{TeamID: sw.teamID, DeadmanSwitch: sw.DeadmanSwitch})
 	}

@@ -78,7 +78,7 @@ func (s *Server) handle(pattern string, a access, h handler) {
 		}
 		s.byScope[pattern][scope]++
 		if p.scope == terdut.ScopeTeam {
-			if a != anyKey && !(a == ownTeam && r.PathValue("id") == strconv.FormatInt(p.teamID, 10)) {
+			if a != anyKey && (a != ownTeam || r.PathValue("id") != strconv.FormatInt(p.teamID, 10)) {
 				writeError(w, http.StatusForbidden, "team-scoped key outside its team")
 				return
 			}

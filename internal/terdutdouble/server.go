@@ -77,17 +77,20 @@ type principal struct {
 
 type account struct {
 	terdut.ServiceAccount
+
 	keys map[int64]string // key ID -> raw key
 }
 
 type ownedSwitch struct {
-	teamID int64
 	terdut.DeadmanSwitch
+
+	teamID int64
 }
 
 type ownedIntegration struct {
-	teamID int64
 	terdut.Integration
+
+	teamID int64
 }
 
 // Server is the in-memory terdut-server double. Use Handler with httptest, or
@@ -353,6 +356,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	if v != nil {
+		//nolint:errchkjson // The status is sent; a body that fails to encode has nobody left to tell.
 		_ = json.NewEncoder(w).Encode(v)
 	}
 }

@@ -3,4 +3,4 @@
 package version
 
 // Version of the provider.
-var Version = "v0.0.0-dev"
+var Version = "v0.0.0-dev" //nolint:gochecknoglobals // Set at build time by the linker (-X); it cannot be a constant.

@@ -276,8 +276,10 @@ spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {te
 		t.Fatal(err)
 	}
 	fmt.Printf("    $ kubectl get managed -A\n%s", indent(out))
-	for _, want := range []string{"serviceaccount.terdut.ryuvia.com/platform-oncall.terdut-instance", "team.terdut.ryuvia.com/web",
-		"escalationpolicy.terdut.ryuvia.com/web", "deadmanswitch.terdut.ryuvia.com/web-prod-watchdog", "integration.terdut.ryuvia.com/web-prod-alertmanager"} {
+	for _, want := range []string{
+		"serviceaccount.terdut.ryuvia.com/platform-oncall.terdut-instance", "team.terdut.ryuvia.com/web",
+		"escalationpolicy.terdut.ryuvia.com/web", "deadmanswitch.terdut.ryuvia.com/web-prod-watchdog", "integration.terdut.ryuvia.com/web-prod-alertmanager",
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl get managed does not list %s", want)
 		}

@@ -151,7 +151,7 @@ func startLogged(cmd *exec.Cmd, name string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(env.run, name+".pid"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o600)
+	return os.WriteFile(filepath.Join(env.run, name+".pid"), fmt.Append(nil, cmd.Process.Pid), 0o600)
 }
 
 func startProvider() error {

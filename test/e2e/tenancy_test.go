@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -277,7 +276,7 @@ func warningsSince(t *testing.T, t0 time.Time, namespaces ...string) []warning {
 		_ = env.kube.List(t.Context(), evs, client.InNamespace(ns))
 		for _, e := range evs.Items {
 			last := e.LastTimestamp.Time
-			if e.EventTime.Time.After(last) {
+			if e.EventTime.After(last) {
 				last = e.EventTime.Time
 			}
 			if e.Type == corev1.EventTypeWarning && last.After(t0) {

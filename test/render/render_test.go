@@ -49,7 +49,8 @@ func TestRender(t *testing.T) {
 				t.Fatalf("case %s: name it server-* or team-*", name)
 			}
 			apis := filepath.Join(root, "package/configuration/apis")
-			args := []string{"render", xr,
+			args := []string{
+				"render", xr,
 				filepath.Join(apis, "composition-"+plural+".yaml"), "functions.yaml",
 				"--xrd=" + filepath.Join(apis, "definition-"+plural+".yaml"),
 				"-a", "render.crossplane.io/runtime-development-target=" + addr,
@@ -61,7 +62,7 @@ func TestRender(t *testing.T) {
 				args = append(args, "--required-resources="+filepath.Join(dir, "required.yaml"))
 			}
 			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(crank, args...)
+			cmd := exec.CommandContext(t.Context(), crank, args...)
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {
 				t.Fatalf("crossplane %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
@@ -88,12 +89,12 @@ func TestRender(t *testing.T) {
 func startFunction(t *testing.T, root string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "function")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/function")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/function")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/function: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func startFunction(t *testing.T, root string) string {
 	_ = l.Close()
 
 	var log bytes.Buffer
-	fn := exec.Command(bin, "--insecure", "--address", addr)
+	fn := exec.Command(bin, "--insecure", "--address", addr) //nolint:noctx // It outlives the test's context until Cleanup kills it by PID.
 	fn.Stdout, fn.Stderr = &log, &log
 	if err := fn.Start(); err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func startFunction(t *testing.T, root string) string {
 		}
 	})
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(t.Context(), "tcp", addr)
 		if err == nil {
 			_ = c.Close()
 			return addr

@@ -139,7 +139,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // do sends one request and decodes a 2xx answer into out (when not nil). A
-// 429 is retried after its Retry-After, up to maxRetries times.
+// 429 is retried after its Retry-After, up to maxRetries times; a 401 is
+// retried once with a refreshed key when the client can refresh.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
 	var body []byte
 	if in != nil {
@@ -155,57 +156,80 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 
 	refreshed := false
 	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+		rsp, err := c.send(ctx, method, path, u.String(), body)
 		if err != nil {
-			return fmt.Errorf("cannot build %s %s request: %w", method, path, err)
+			return err
 		}
-		req.Header.Set("Accept", "application/json")
-		if in != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if tok := c.key(); tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok.Reveal())
-		}
-		rsp, err := c.http.Do(req)
-		if err != nil {
-			// url.Error names the URL, which holds no key.
-			return fmt.Errorf("terdut-server: %s %s: %w", method, path, err)
-		}
-		data, rerr := io.ReadAll(io.LimitReader(rsp.Body, maxBody))
-		_ = rsp.Body.Close()
-		if rerr != nil {
-			return fmt.Errorf("terdut-server: %s %s: cannot read answer: %w", method, path, rerr)
-		}
-		if rsp.StatusCode == http.StatusTooManyRequests && attempt < c.maxRetries {
-			if err := c.sleep(ctx, retryAfter(rsp.Header.Get("Retry-After"))); err != nil {
+		switch {
+		case rsp.code == http.StatusTooManyRequests && attempt < c.maxRetries:
+			if err := c.sleep(ctx, retryAfter(rsp.header.Get("Retry-After"))); err != nil {
 				return fmt.Errorf("terdut-server: %s %s: waiting out 429: %w", method, path, err)
 			}
 			continue
-		}
-		if rsp.StatusCode == http.StatusUnauthorized && c.refresh != nil && !refreshed {
+		case rsp.code == http.StatusUnauthorized && c.refresh != nil && !refreshed:
 			refreshed = true
-			tok, err := c.refresh(ctx)
-			if err != nil {
-				ae := newAPIError(method, path, rsp.StatusCode, data)
+			if err := c.refreshKey(ctx); err != nil {
+				ae := newAPIError(method, path, rsp.code, rsp.data)
 				ae.Message += " (and no other key to retry with)"
 				return ae
 			}
-			c.mu.Lock()
-			c.token = tok
-			c.mu.Unlock()
 			continue
+		case rsp.code >= 400:
+			return newAPIError(method, path, rsp.code, rsp.data)
 		}
-		if rsp.StatusCode >= 400 {
-			return newAPIError(method, path, rsp.StatusCode, data)
-		}
-		if out == nil || len(bytes.TrimSpace(data)) == 0 {
+		if out == nil || len(bytes.TrimSpace(rsp.data)) == 0 {
 			return nil
 		}
-		if err := json.Unmarshal(data, out); err != nil {
+		if err := json.Unmarshal(rsp.data, out); err != nil {
 			return fmt.Errorf("terdut-server: %s %s: cannot decode answer: %w", method, path, err)
 		}
 		return nil
 	}
+}
+
+// answer is what the server said to one request.
+type answer struct {
+	code   int
+	header http.Header
+	data   []byte
+}
+
+// send makes one request with the client's current key and reads the answer.
+func (c *Client) send(ctx context.Context, method, path, u string, body []byte) (answer, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return answer{}, fmt.Errorf("cannot build %s %s request: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok := c.key(); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok.Reveal())
+	}
+	rsp, err := c.http.Do(req)
+	if err != nil {
+		// url.Error names the URL, which holds no key.
+		return answer{}, fmt.Errorf("terdut-server: %s %s: %w", method, path, err)
+	}
+	defer func() { _ = rsp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(rsp.Body, maxBody))
+	if err != nil {
+		return answer{}, fmt.Errorf("terdut-server: %s %s: cannot read answer: %w", method, path, err)
+	}
+	return answer{code: rsp.StatusCode, header: rsp.Header, data: data}, nil
+}
+
+// refreshKey asks for a new key and uses it from now on.
+func (c *Client) refreshKey(ctx context.Context) error {
+	tok, err := c.refresh(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.token = tok
+	c.mu.Unlock()
+	return nil
 }
 
 func newAPIError(method, path string, code int, data []byte) *APIError {
@@ -238,11 +262,12 @@ func retryAfter(h string) time.Duration {
 func id(n int64) string { return strconv.FormatInt(n, 10) }
 
 func teamPath(teamID int64, rest ...string) string {
-	p := pathTeams + "/" + id(teamID)
+	var p strings.Builder
+	p.WriteString(pathTeams + "/" + id(teamID))
 	for _, r := range rest {
-		p += "/" + r
+		p.WriteString("/" + r)
 	}
-	return p
+	return p.String()
 }
 
 // Healthz answers nil when GET /healthz answers 200.

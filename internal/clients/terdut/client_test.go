@@ -109,7 +109,7 @@ func TestErrorsNeverCarryAKey(t *testing.T) {
 func TestSecretRedacts(t *testing.T) {
 	in := Integration{ID: 1, Name: "am", URL: "http://x/y", Key: "tdi_raw"}
 	//lint:ignore S1025 each fmt verb is what is under test.
-	for _, s := range []string{fmt.Sprint(in), fmt.Sprintf("%v", in), fmt.Sprintf("%+v", in), fmt.Sprintf("%#v", in), fmt.Sprintf("%s", in.Key)} {
+	for _, s := range []string{fmt.Sprint(in), fmt.Sprintf("%v", in), fmt.Sprintf("%+v", in), fmt.Sprintf("%#v", in), in.Key.String()} {
 		if strings.Contains(s, "tdi_raw") || strings.Contains(s, "http://x/y") {
 			t.Errorf("a secret leaked through fmt: %q", s)
 		}
@@ -120,7 +120,7 @@ func TestSecretRedacts(t *testing.T) {
 }
 
 func TestTimeoutIsNotNotFound(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()

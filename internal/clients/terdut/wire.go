@@ -19,7 +19,7 @@ const (
 	pathServiceAccounts = "/api/service-accounts"
 	pathUsers           = "/api/users"
 	pathTeams           = "/api/teams"
-	// pathIntegrations is relative to a team. [assumed]
+	// pathIntegrations is relative to a team. [assumed].
 	pathIntegrations = "integrations"
 	pathDeadman      = "deadman/switches"
 	pathEscalation   = "escalation"
@@ -27,13 +27,13 @@ const (
 	pathKeys         = "keys"
 )
 
-// Service-account scopes. [design §6]
+// Service-account scopes. [design §6].
 const (
 	ScopeInstance = "instance"
 	ScopeTeam     = "team"
 )
 
-// Escalation target kinds. [design §4.3]
+// Escalation target kinds. [design §4.3].
 const (
 	TargetOnCall = "oncall"
 	TargetUser   = "user"
@@ -69,7 +69,7 @@ func (s Secret) GoString() string { return s.String() }
 // belongs (a Secret's data, an Authorization header).
 func (s Secret) Reveal() string { return string(s) }
 
-// User is a terdut-server user. [client]
+// User is a terdut-server user. [client].
 type User struct {
 	ID        int64     `json:"id"`
 	Username  string    `json:"username"`
@@ -77,20 +77,20 @@ type User struct {
 	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
-// BootstrapRequest is the body of POST /api/bootstrap. [assumed]
+// BootstrapRequest is the body of POST /api/bootstrap. [assumed].
 type BootstrapRequest struct {
 	Username string `json:"username"`
 	Email    string `json:"email,omitempty"`
 }
 
-// BootstrapResponse is what POST /api/bootstrap answers with. [design §6.1]
+// BootstrapResponse is what POST /api/bootstrap answers with. [design §6.1].
 type BootstrapResponse struct {
 	User   User   `json:"user"`
 	APIKey APIKey `json:"api_key"`
 }
 
 // APIKey is a minted key; Key is only ever present in the response that
-// minted it. [design §6.1, §6.6]
+// minted it. [design §6.1, §6.6].
 type APIKey struct {
 	ID        int64     `json:"id"`
 	Key       Secret    `json:"key,omitempty"`
@@ -98,7 +98,7 @@ type APIKey struct {
 }
 
 // ServiceAccount is a terdut service account; it never carries a key.
-// [design §6; field names assumed]
+// [design §6; field names assumed].
 type ServiceAccount struct {
 	ID     int64  `json:"id"`
 	Name   string `json:"name"`
@@ -106,7 +106,7 @@ type ServiceAccount struct {
 	TeamID *int64 `json:"team_id,omitempty"`
 }
 
-// Team is a terdut team. [design §4.2; fields assumed]
+// Team is a terdut team. [design §4.2; fields assumed].
 type Team struct {
 	ID              int64     `json:"id"`
 	Name            string    `json:"name"`
@@ -120,14 +120,14 @@ type teamName struct {
 	Name string `json:"name"`
 }
 
-// OIDCGroups is the body of PUT /api/teams/{id}/oidc-groups. [field names assumed]
+// OIDCGroups is the body of PUT /api/teams/{id}/oidc-groups. [field names assumed].
 type OIDCGroups struct {
 	MemberGroup string `json:"member_group"`
 	OwnerGroup  string `json:"owner_group"`
 }
 
 // EscalationPolicy is a team's whole escalation policy. [design §4.3; JSON
-// names assumed]
+// names assumed].
 type EscalationPolicy struct {
 	RepeatCount   int64             `json:"repeat_count"`
 	FallbackTopic string            `json:"fallback_topic"`
@@ -135,7 +135,7 @@ type EscalationPolicy struct {
 }
 
 // IsEmpty reports whether the policy is the empty policy that "deleting" one
-// writes (there is no DELETE). [assumed]
+// writes (there is no DELETE). [assumed].
 func (p EscalationPolicy) IsEmpty() bool {
 	return p.RepeatCount == 0 && p.FallbackTopic == "" && len(p.Levels) == 0
 }
@@ -147,14 +147,14 @@ type EscalationLevel struct {
 }
 
 // EscalationTarget is who a level pages. UserID is set only for kind "user";
-// the server has no username field. [design §4.3]
+// the server has no username field. [design §4.3].
 type EscalationTarget struct {
 	Kind   string `json:"kind"`
 	UserID *int64 `json:"user_id,omitempty"`
 }
 
 // DeadmanSwitch is one dead man's switch. Timeout is a Go duration string.
-// [design §4.4, §5]
+// [design §4.4, §5].
 type DeadmanSwitch struct {
 	ID       int64  `json:"id,omitempty"`
 	Name     string `json:"name"`
@@ -164,7 +164,7 @@ type DeadmanSwitch struct {
 }
 
 // Integration is an alert source. URL and Key are present only in the
-// response to the POST that created it. [design §4.5]
+// response to the POST that created it. [design §4.5].
 type Integration struct {
 	ID   int64  `json:"id,omitempty"`
 	Kind string `json:"kind"`
@@ -178,14 +178,14 @@ type integrationName struct {
 	Name string `json:"name"`
 }
 
-// errorBody is the body of every error response: {"error": "..."}. [client]
+// errorBody is the body of every error response: {"error": "..."}. [client].
 type errorBody struct {
 	Error string `json:"error"`
 }
 
 // CanonicalMatcher is the name the server derives for a dead man's switch
 // created without one: the matcher's k=v pairs, trimmed, sorted and joined by
-// ",". [canonical form assumed, design §4.4]
+// ",". [canonical form assumed, design §4.4].
 func CanonicalMatcher(matcher string) string {
 	parts := strings.Split(matcher, ",")
 	out := make([]string, 0, len(parts))

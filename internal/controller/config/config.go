@@ -56,6 +56,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 // hands the request on.
 type Forgetting struct {
 	reconcile.Reconciler
+
 	Kube      client.Reader
 	Clients   *terdut.Cache
 	Kind      string

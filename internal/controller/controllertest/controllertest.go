@@ -25,8 +25,8 @@ const AdminKey = "tdk_fixture_admin"
 // to 4 (admin, its key, alice, bob).
 const FirstID int64 = 5
 
-// Now is the fixture double's clock.
-var Now = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+// Now is the fixture double's clock: always this instant.
+func Now() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }
 
 // Fixture is a running double and a client for it.
 type Fixture struct {
@@ -39,7 +39,7 @@ type Fixture struct {
 // when the test ends.
 func New(t *testing.T) *Fixture {
 	t.Helper()
-	s := terdutdouble.New(terdutdouble.Options{AdminKey: AdminKey, Users: []string{"alice", "bob"}, Now: func() time.Time { return Now }})
+	s := terdutdouble.New(terdutdouble.Options{AdminKey: AdminKey, Users: []string{"alice", "bob"}, Now: Now})
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	c, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: AdminKey, MaxRetries: -1})
@@ -79,7 +79,7 @@ func (r *Recorder) WithAnnotations(_ ...string) event.Recorder { return r }
 func (r *Recorder) Reasons() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := []string{}
+	out := make([]string, 0, len(r.Events))
 	for _, e := range r.Events {
 		out = append(out, string(e.Reason))
 	}

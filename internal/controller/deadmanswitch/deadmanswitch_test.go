@@ -76,6 +76,7 @@ func TestObserve(t *testing.T) {
 		"UpToDate": {
 			reason: "Equal matcher (in any order) and duration (in any spelling): up to date, one list request.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) *v1alpha1.DeadmanSwitch {
+				t.Helper()
 				return sw(teamID, withID(seed(t, f, teamID, onServer())))
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: 1},
@@ -83,6 +84,7 @@ func TestObserve(t *testing.T) {
 		"DerivedNameUpToDate": {
 			reason: "An empty spec name matches the name the server derived from the matcher.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) *v1alpha1.DeadmanSwitch {
+				t.Helper()
 				s := onServer()
 				s.Name = ""
 				return sw(teamID, withName(""), withID(seed(t, f, teamID, s)))
@@ -92,6 +94,7 @@ func TestObserve(t *testing.T) {
 		"Drift": {
 			reason: "A timeout changed on the server is drift.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) *v1alpha1.DeadmanSwitch {
+				t.Helper()
 				s := onServer()
 				s.Timeout = "1h"
 				return sw(teamID, withID(seed(t, f, teamID, s)))
@@ -108,6 +111,7 @@ func TestObserve(t *testing.T) {
 		"ServerErrorIsNotGone": {
 			reason: "A 5xx on the list is an error, not a missing switch.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) *v1alpha1.DeadmanSwitch {
+				t.Helper()
 				id := seed(t, f, teamID, onServer())
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusInternalServerError})
 				return sw(teamID, withID(id))
@@ -163,13 +167,17 @@ func TestCreate(t *testing.T) {
 		"AdoptByName": {
 			reason: "A switch of this name exists (no unique constraint to rely on): adopt it, no POST.",
 			cr:     func(teamID int64) *v1alpha1.DeadmanSwitch { return sw(teamID) },
-			setup:  func(t *testing.T, f *controllertest.Fixture, teamID int64) { seed(t, f, teamID, onServer()) },
-			want:   want{switches: 1, adopted: true},
+			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) {
+				t.Helper()
+				seed(t, f, teamID, onServer())
+			},
+			want: want{switches: 1, adopted: true},
 		},
 		"AdoptDerivedName": {
 			reason: "With no name in the spec, the server-derived name is the one matched.",
 			cr:     func(teamID int64) *v1alpha1.DeadmanSwitch { return sw(teamID, withName("")) },
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) {
+				t.Helper()
 				seed(t, f, teamID, terdut.DeadmanSwitch{Matcher: "cluster=prod,alertname=Watchdog", Timeout: "15m", Severity: "critical"})
 			},
 			want: want{switches: 1, adopted: true},

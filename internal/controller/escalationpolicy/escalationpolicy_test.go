@@ -113,29 +113,31 @@ func TestObserve(t *testing.T) {
 			},
 			want: want{
 				err:      errors.Errorf(errUnknownUsers, "carol, dave"),
-				ready:    ptr(generic.Unavailable(ReasonUnknownUser, "terdut-server has no user named carol, dave: fix the username, or have the user sign in once so the server knows them")),
+				ready:    new(generic.Unavailable(ReasonUnknownUser, "terdut-server has no user named carol, dave: fix the username, or have the user sign in once so the server knows them")),
 				resolved: 1, requests: 1,
 			},
 		},
 		"UpToDate": {
 			reason: "The server's policy equals the spec: up to date, for one users list and one GET.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID, alice int64) *v1alpha1.EscalationPolicy {
+				t.Helper()
 				p := serverPolicy(alice)
 				p.Levels[1].Timeout = "15m0s" // the same duration, spelled as the server may
 				_ = f.Client.PutEscalationPolicy(t.Context(), teamID, p)
 				return policy(teamID, withID(teamID))
 			},
-			want: want{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, ready: ptr(xpv2.Available()), resolved: 1, requests: 2, atProvider: true},
+			want: want{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, ready: new(xpv2.Available()), resolved: 1, requests: 2, atProvider: true},
 		},
 		"Drift": {
 			reason: "A policy changed on the server is drift.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID, alice int64) *v1alpha1.EscalationPolicy {
+				t.Helper()
 				p := serverPolicy(alice)
 				p.RepeatCount = 9
 				_ = f.Client.PutEscalationPolicy(t.Context(), teamID, p)
 				return policy(teamID, withID(teamID))
 			},
-			want: want{o: managed.ExternalObservation{ResourceExists: true}, diff: true, ready: ptr(xpv2.Available()), resolved: 1, requests: 2, atProvider: true},
+			want: want{o: managed.ExternalObservation{ResourceExists: true}, diff: true, ready: new(xpv2.Available()), resolved: 1, requests: 2, atProvider: true},
 		},
 		"EmptyPolicyDoesNotExist": {
 			reason: "An empty (cleared) policy does not exist: Create PUTs it again.",
@@ -147,6 +149,7 @@ func TestObserve(t *testing.T) {
 		"TeamGone": {
 			reason: "A 404 (the team is gone) means the policy is gone.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID, _ int64) *v1alpha1.EscalationPolicy {
+				t.Helper()
 				_ = f.Client.DeleteTeam(t.Context(), teamID)
 				return policy(teamID, withID(teamID))
 			},
@@ -163,6 +166,7 @@ func TestObserve(t *testing.T) {
 		"DeletingSkipsUsers": {
 			reason: "A policy being deleted is only looked up: an unknown user must not block deletion.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID, alice int64) *v1alpha1.EscalationPolicy {
+				t.Helper()
 				_ = f.Client.PutEscalationPolicy(t.Context(), teamID, serverPolicy(alice))
 				return policy(teamID, withID(teamID), withTarget(0, "carol"), withDeletion())
 			},
@@ -203,8 +207,6 @@ func TestObserve(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func TestCreateWritesResolvedPolicy(t *testing.T) {
 	f, teamID, alice := fixture(t)

@@ -116,7 +116,7 @@ func TestConnect(t *testing.T) {
 			// The options still say where the server is, and how to trust
 			// it: a bootstrapping ServiceAccount goes on without a key.
 			want: terdut.Options{Endpoint: "http://127.0.0.1:1", Timeout: 5 * time.Second},
-			err:  credentialsMissing{errors.Errorf(errEmptyCreds, "ClusterProviderConfig", "empty")},
+			err:  credentialsMissingError{errors.Errorf(errEmptyCreds, "ClusterProviderConfig", "empty")},
 		},
 	}
 	for name, tc := range cases {
@@ -142,7 +142,7 @@ func TestConnectReusesClient(t *testing.T) {
 		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})},
 		keySecret("crossplane-system", "creds", "tdk_instance"),
 	).Build()
-	var clients []*terdut.Client
+	clients := make([]*terdut.Client, 0, 3)
 	tr := &tracked{}
 	c := newTestConnector(kube, teams, "Team", InstanceKey[*v1alpha1.Team]())
 	c.Usage = tr

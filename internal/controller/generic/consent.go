@@ -28,12 +28,12 @@ const (
 	errNoSelector   = "%s %q has allowedNamespaces.from: Selector but no selector"
 )
 
-type notPermitted struct{ error }
+type notPermittedError struct{ error }
 
 // IsNotPermitted reports whether err says a provider config refused a
 // namespace.
 func IsNotPermitted(err error) bool {
-	var np notPermitted
+	var np notPermittedError
 	return errors.As(err, &np)
 }
 
@@ -71,7 +71,7 @@ func Permitted(ctx context.Context, kube client.Reader, cfg Config, ns string) e
 		if cfg.Namespace == ns {
 			return nil
 		}
-		return notPermitted{errors.Errorf(errNotPermitted, cfg.Kind, cfg.Name, ns, "-", cfg.Namespace)}
+		return notPermittedError{errors.Errorf(errNotPermitted, cfg.Kind, cfg.Name, ns, "-", cfg.Namespace)}
 	}
 	if ns == c.HomeNamespace {
 		return nil
@@ -98,5 +98,5 @@ func Permitted(ctx context.Context, kube client.Reader, cfg Config, ns string) e
 	case "":
 		from = v1alpha1.NamespacesFromNone
 	}
-	return notPermitted{errors.Errorf(errNotPermitted, cfg.Kind, cfg.Name, ns, from, c.HomeNamespace)}
+	return notPermittedError{errors.Errorf(errNotPermitted, cfg.Kind, cfg.Name, ns, from, c.HomeNamespace)}
 }

@@ -254,12 +254,12 @@ func secretNamespace(cfg Config, sel *xpv2.SecretKeySelector) error {
 	return nil
 }
 
-type credentialsMissing struct{ error }
+type credentialsMissingError struct{ error }
 
 // IsCredentialsMissing reports whether err says the config's key does not
 // exist (yet) or is empty.
 func IsCredentialsMissing(err error) bool {
-	var m credentialsMissing
+	var m credentialsMissingError
 	return errors.As(err, &m)
 }
 
@@ -279,14 +279,14 @@ func ClientOptions(ctx context.Context, kube client.Reader, cfg Config) (terdut.
 	}
 	raw, err := extract(ctx, creds.Source, kube, *sel)
 	if kerrors.IsNotFound(err) {
-		return o, credentialsMissing{errors.Wrapf(err, errGetCreds, cfg.Kind, cfg.Name)}
+		return o, credentialsMissingError{errors.Wrapf(err, errGetCreds, cfg.Kind, cfg.Name)}
 	}
 	if err != nil {
 		return terdut.Options{}, errors.Wrapf(err, errGetCreds, cfg.Kind, cfg.Name)
 	}
 	token := strings.TrimSpace(string(raw))
 	if token == "" {
-		return o, credentialsMissing{errors.Errorf(errEmptyCreds, cfg.Kind, cfg.Name)}
+		return o, credentialsMissingError{errors.Errorf(errEmptyCreds, cfg.Kind, cfg.Name)}
 	}
 	o.Token = terdut.Secret(token)
 	return o, nil

@@ -30,21 +30,22 @@ const (
 	errForeignTeam  = "team %d is not a Team of namespace %q using the same provider config: a %s may only belong to a team managed in its own namespace; nothing was written"
 )
 
-type notOwned struct {
+type notOwnedError struct {
 	error
+
 	reason xpv2.ConditionReason
 }
 
 // IsNotOwned reports whether err is an ownership refusal.
 func IsNotOwned(err error) bool {
-	var n notOwned
+	var n notOwnedError
 	return errors.As(err, &n)
 }
 
 // leaveAlone marks a refusal that means "nothing on the server is this MR's".
 type leaveAlone interface{ leaveAlone() }
 
-func (notOwned) leaveAlone() {}
+func (notOwnedError) leaveAlone() {}
 
 // IsUntouchable reports whether err refuses an MR that has nothing of its own
 // on the server: deleting it must touch nothing there.
@@ -133,7 +134,7 @@ func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName str
 // refuse records an ownership refusal on mg and returns it as an error.
 func (o Owners) refuse(mg resource.Managed, reason xpv2.ConditionReason, msg string) error {
 	mg.SetConditions(Unavailable(reason, msg))
-	return notOwned{error: errors.New(msg), reason: reason}
+	return notOwnedError{error: errors.New(msg), reason: reason}
 }
 
 // Adoptable returns the Create-time check for mg: no other MR may already
@@ -187,12 +188,15 @@ type untouched[M resource.Managed] struct{}
 func (untouched[M]) Observe(context.Context, M) (managed.ExternalObservation, error) {
 	return managed.ExternalObservation{}, nil
 }
+
 func (untouched[M]) Create(context.Context, M) (managed.ExternalCreation, error) {
 	return managed.ExternalCreation{}, nil
 }
+
 func (untouched[M]) Update(context.Context, M) (managed.ExternalUpdate, error) {
 	return managed.ExternalUpdate{}, nil
 }
+
 func (untouched[M]) Delete(context.Context, M) (managed.ExternalDelete, error) {
 	return managed.ExternalDelete{}, nil
 }

@@ -138,5 +138,5 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 // NOTE: crossplane-runtime v2.4.0's event.NewAPIRecorder takes the
 // record.EventRecorder of the old events API; move when it takes the new one.
 func NewRecorder(mgr ctrl.Manager, name string) event.Recorder {
-	return event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //lint:ignore SA1019 crossplane-runtime's recorder needs the old events API.
+	return event.NewAPIRecorder(mgr.GetEventRecorderFor(name))
 }

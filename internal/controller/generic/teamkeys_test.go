@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
-
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )

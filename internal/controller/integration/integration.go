@@ -280,9 +280,10 @@ func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, t
 	if err != nil || orphan == nil || s.Annotations[AnnotationIntegrationID] == generic.FormatID(orphan.ID) {
 		return err
 	}
-	if e.adopter.Check.Allowed(ctx, orphan.ID) != nil {
-		// Another MR manages it: not ours; adoption refuses it too.
-		return nil
+	if refused := e.adopter.Check.Allowed(ctx, orphan.ID); refused != nil {
+		// Another MR manages it: not ours to delete; adoption refuses it
+		// too, with the reason.
+		return nil //nolint:nilerr // A refusal here means "not ours", not a failure.
 	}
 	if err := e.api.DeleteIntegration(ctx, teamID, orphan.ID); err != nil && !terdut.IsNotFound(err) {
 		return errors.Wrapf(err, errDeleteOrphan, orphan.ID)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"slices"
@@ -152,6 +153,7 @@ func TestObserve(t *testing.T) {
 		"UpToDate": {
 			reason: "Integration and Secret in place: up to date, and the Secret's data is handed back so the publisher changes nothing.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
+				t.Helper()
 				s := seed(t, f, teamID)
 				return integ(teamID, withID(s.id)), []client.Object{s.secret}, s.secret.Data
 			},
@@ -160,6 +162,7 @@ func TestObserve(t *testing.T) {
 		"Renamed": {
 			reason: "A name changed in the spec is drift, fixed by a rename.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
+				t.Helper()
 				s := seed(t, f, teamID)
 				return integ(teamID, withID(s.id), withName("prod-am-2")), []client.Object{s.secret}, s.secret.Data
 			},
@@ -168,6 +171,7 @@ func TestObserve(t *testing.T) {
 		"Drift": {
 			reason: "A rename made directly on the server is drift.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
+				t.Helper()
 				s := seed(t, f, teamID)
 				_ = f.Client.RenameIntegration(t.Context(), teamID, s.id, "renamed by hand")
 				return integ(teamID, withID(s.id)), []client.Object{s.secret}, s.secret.Data
@@ -177,6 +181,7 @@ func TestObserve(t *testing.T) {
 		"WebhookSecretLost": {
 			reason: "The Secret is gone while the integration exists: Ready=False WebhookSecretLost, a Warning event, an error, and no new key.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
+				t.Helper()
 				return integ(teamID, withID(seed(t, f, teamID).id)), nil, nil
 			},
 			want: want{err: true, reason: ReasonWebhookSecretLost, events: []string{string(ReasonWebhookSecretLost)}, requests: 1},
@@ -184,6 +189,7 @@ func TestObserve(t *testing.T) {
 		"SecretOfAnotherIntegration": {
 			reason: "A Secret holding another integration's key does not hold ours: lost.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
+				t.Helper()
 				s := seed(t, f, teamID)
 				s.secret.Annotations[AnnotationIntegrationID] = "1"
 				return integ(teamID, withID(s.id)), []client.Object{s.secret}, nil
@@ -193,6 +199,7 @@ func TestObserve(t *testing.T) {
 		"KindChangeIgnoresLostSecret": {
 			reason: "A kind change replaces the integration (Create does it) with a new key anyway: the old one is not the desired object, and its lost Secret is not reported.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
+				t.Helper()
 				return integ(teamID, withID(seed(t, f, teamID).id), withKind("grafana")), nil, nil
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: false}, requests: 1},
@@ -200,6 +207,7 @@ func TestObserve(t *testing.T) {
 		"DeletingSkipsSecret": {
 			reason: "An Integration being deleted is only looked up: a lost Secret must not block deletion.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
+				t.Helper()
 				return integ(teamID, withID(seed(t, f, teamID).id), withDeletion()), nil, nil
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: 1},
@@ -214,6 +222,7 @@ func TestObserve(t *testing.T) {
 		"ServerErrorIsNotGone": {
 			reason: "A 5xx on the list is an error, not a missing integration.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
+				t.Helper()
 				s := seed(t, f, teamID)
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway})
 				return integ(teamID, withID(s.id)), []client.Object{s.secret}, nil
@@ -367,6 +376,7 @@ func TestCreate(t *testing.T) {
 		"AdoptByName": {
 			reason: "An integration of this name exists (a crash before its ID was recorded): adopt, no POST, no new key.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) []client.Object {
+				t.Helper()
 				return []client.Object{seed(t, f, teamID).secret}
 			},
 			want: want{integrations: 1, adopted: true, recorded: true},
@@ -374,6 +384,7 @@ func TestCreate(t *testing.T) {
 		"AdoptAfter409": {
 			reason: "The list missed it and the POST answered 409: list again and adopt.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) []client.Object {
+				t.Helper()
 				seed(t, f, teamID)
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/integrations", Status: http.StatusOK, Body: "[]", Times: 1})
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusConflict, Times: 1})
@@ -471,8 +482,8 @@ func TestKindChangeRotatesKeyLoudly(t *testing.T) {
 	}
 	newID := generic.FormatID(st.Integrations[0].ID)
 	sec := getSecret(t, k)
-	if sec.Annotations[AnnotationIntegrationID] != newID || string(sec.Data[SecretKeyKey]) == string(s.secret.Data[SecretKeyKey]) {
-		t.Errorf("Secret after a kind change: annotation %q, key changed %v; want the new integration's new key", sec.Annotations[AnnotationIntegrationID], string(sec.Data[SecretKeyKey]) != string(s.secret.Data[SecretKeyKey]))
+	if sec.Annotations[AnnotationIntegrationID] != newID || bytes.Equal(sec.Data[SecretKeyKey], s.secret.Data[SecretKeyKey]) {
+		t.Errorf("Secret after a kind change: annotation %q, key changed %v; want the new integration's new key", sec.Annotations[AnnotationIntegrationID], !bytes.Equal(sec.Data[SecretKeyKey], s.secret.Data[SecretKeyKey]))
 	}
 	if meta.GetExternalName(cr) != newID {
 		t.Errorf("external-name %q after Create (the runtime persists it), want %s", meta.GetExternalName(cr), newID)

@@ -74,7 +74,8 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 	}
 	// NOTE: the checkpoint is owned by the MR, so it goes with it even if
 	// the MR is deleted before Create recorded the account.
-	cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: checkpointName(cr),
+	cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Namespace: cr.GetNamespace(), Name: checkpointName(cr),
 		Labels:          map[string]string{generic.LabelManagedBy: generic.ManagedBy},
 		OwnerReferences: []metav1.OwnerReference{meta.AsOwner(meta.TypedReferenceTo(cr, v1alpha1.ServiceAccountGroupVersionKind))},
 	}, Data: map[string][]byte{SecretKeyToken: []byte(rsp.APIKey.Key.Reveal())}}

@@ -23,8 +23,9 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
-// ReasonBootstrapStateLost: the server is bootstrapped, and neither a
-// credential nor the checkpoint of the admin key is left. Fail-closed.
+// ReasonBootstrapStateLost is the Ready=False reason of a server that is
+// bootstrapped while neither a credential nor the checkpoint of the admin key
+// is left. Fail-closed.
 const ReasonBootstrapStateLost xpv2.ConditionReason = "BootstrapStateLost"
 
 // Keys and annotations of the connection Secret and the checkpoint.
@@ -212,7 +213,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	if !(ks.token != "" && ks.accountID == sa.ID && e.works(ctx, cr, ks.token)) {
+	if ks.token == "" || ks.accountID != sa.ID || !e.works(ctx, cr, ks.token) {
 		if ks, err = e.mint(ctx, c, cr, sa, ks); err != nil {
 			return managed.ExternalCreation{}, err
 		}

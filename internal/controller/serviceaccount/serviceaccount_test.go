@@ -1,6 +1,7 @@
 package serviceaccount
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -79,7 +80,7 @@ func newFixture(t *testing.T, o terdutdouble.Options) *fixture {
 	f.kube = interceptor.NewClient(store, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if old, ok := f.stale[key.Name]; ok && f.lag {
-				old.DeepCopyInto(obj.(*corev1.Secret)) //nolint:forcetypeassert // Only Secrets are stale.
+				old.DeepCopyInto(obj.(*corev1.Secret))
 				return nil
 			}
 			return c.Get(ctx, key, obj, opts...)
@@ -321,8 +322,8 @@ func TestRotationWithLaggingCache(t *testing.T) {
 		t.Errorf("%d keys minted for one rotation request, want 1", n)
 	}
 	s := f.secret(t, "instance-credentials")
-	if string(s.Data[SecretKeyToken]) == string(oldKey) || s.Annotations[AnnotationRevokeKeyID] != "" {
-		t.Errorf("key changed %v, revoke pending %q; want a new key and nothing to revoke", string(s.Data[SecretKeyToken]) != string(oldKey), s.Annotations[AnnotationRevokeKeyID])
+	if bytes.Equal(s.Data[SecretKeyToken], oldKey) || s.Annotations[AnnotationRevokeKeyID] != "" {
+		t.Errorf("key changed %v, revoke pending %q; want a new key and nothing to revoke", !bytes.Equal(s.Data[SecretKeyToken], oldKey), s.Annotations[AnnotationRevokeKeyID])
 	}
 }
 

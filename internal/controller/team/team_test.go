@@ -49,7 +49,7 @@ func withOIDC(member, owner string) option {
 
 func withObserved(id int64, name, member, owner string) option {
 	return func(cr *v1alpha1.Team) {
-		ts := metav1.NewTime(controllertest.Now)
+		ts := metav1.NewTime(controllertest.Now())
 		cr.Status.AtProvider = v1alpha1.TeamObservation{ID: id, DisplayName: name, OIDC: v1alpha1.TeamOIDC{MemberGroup: member, OwnerGroup: owner}, CreatedAt: &ts}
 		cr.SetConditions(xpv2.Available())
 	}
@@ -93,6 +93,7 @@ func TestObserve(t *testing.T) {
 		"UpToDate": {
 			reason: "An unchanged team is up to date, reported in status, and costs one GET.",
 			setup: func(t *testing.T, f *controllertest.Fixture) (*v1alpha1.Team, want) {
+				t.Helper()
 				id := f.Team(t, "Platform")
 				return team(withID(id)), want{
 					o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
@@ -104,6 +105,7 @@ func TestObserve(t *testing.T) {
 		"Drift": {
 			reason: "A rename made directly on the server is drift: not up to date, with a diff.",
 			setup: func(t *testing.T, f *controllertest.Fixture) (*v1alpha1.Team, want) {
+				t.Helper()
 				id := f.Team(t, "Platform")
 				if err := f.Client.RenameTeam(t.Context(), id, "Renamed by hand"); err != nil {
 					t.Fatal(err)
@@ -119,6 +121,7 @@ func TestObserve(t *testing.T) {
 		"OIDCDrift": {
 			reason: "OIDC groups the spec sets are compared; a different mapping is drift.",
 			setup: func(t *testing.T, f *controllertest.Fixture) (*v1alpha1.Team, want) {
+				t.Helper()
 				id := f.Team(t, "Platform")
 				return team(withID(id), withOIDC("members", "owners")), want{
 					o:        managed.ExternalObservation{ResourceExists: true},
@@ -131,6 +134,7 @@ func TestObserve(t *testing.T) {
 		"ServerErrorIsNotGone": {
 			reason: "A 5xx is an error, never 'does not exist': nothing is recreated.",
 			setup: func(t *testing.T, f *controllertest.Fixture) (*v1alpha1.Team, want) {
+				t.Helper()
 				id := f.Team(t, "Platform")
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}", Status: http.StatusServiceUnavailable})
 				path := "/api/teams/" + itoa(id)
@@ -140,6 +144,7 @@ func TestObserve(t *testing.T) {
 		"ForbiddenIsNotGone": {
 			reason: "A 403 is an error, never 'does not exist'.",
 			setup: func(t *testing.T, f *controllertest.Fixture) (*v1alpha1.Team, want) {
+				t.Helper()
 				id := f.Team(t, "Platform")
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}", Status: http.StatusForbidden})
 				path := "/api/teams/" + itoa(id)
@@ -194,12 +199,13 @@ func TestCreate(t *testing.T) {
 		},
 		"AdoptByName": {
 			reason: "A team of this name exists (e.g. a crash before its ID was recorded): adopt it, no POST.",
-			setup:  func(t *testing.T, f *controllertest.Fixture) { f.Team(t, "Platform") },
+			setup:  func(t *testing.T, f *controllertest.Fixture) { t.Helper(); f.Team(t, "Platform") },
 			want:   want{adopted: true, teams: 1},
 		},
 		"AdoptAfter409": {
 			reason: "The lookup missed the team but POST answers 409: look it up again and adopt it, announced like any adoption.",
 			setup: func(t *testing.T, f *controllertest.Fixture) {
+				t.Helper()
 				f.Team(t, "Platform")
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams", Status: http.StatusOK, Body: "[]", Times: 1})
 			},
@@ -260,6 +266,7 @@ func TestUpdate(t *testing.T) {
 			reason: "A new display name renames the team in place (PUT).",
 			cr:     func(id int64) *v1alpha1.Team { return team(withID(id)) },
 			setup: func(t *testing.T, f *controllertest.Fixture, id int64) {
+				t.Helper()
 				_ = f.Client.RenameTeam(t.Context(), id, "Old name")
 			},
 			want: terdut.Team{Name: "Platform"},
@@ -273,6 +280,7 @@ func TestUpdate(t *testing.T) {
 			reason: "Renaming onto another team's name is a clear error that names the name.",
 			cr:     func(id int64) *v1alpha1.Team { return team(withID(id)) },
 			setup: func(t *testing.T, f *controllertest.Fixture, id int64) {
+				t.Helper()
 				_ = f.Client.RenameTeam(t.Context(), id, "Old name")
 				f.Team(t, "Platform")
 			},
@@ -344,6 +352,7 @@ func TestDelete(t *testing.T) {
 		"AlreadyGone": {
 			reason: "A team already gone is no error: the finalizer may go.",
 			setup: func(t *testing.T, f *controllertest.Fixture, id int64) {
+				t.Helper()
 				_ = f.Client.DeleteTeam(t.Context(), id)
 			},
 			gone: true,
@@ -389,7 +398,9 @@ type keys struct {
 	failRevoke int
 }
 
-func (k *keys) HoldsTeamKey(_ context.Context, teamID int64) (bool, error) { return k.held[teamID], nil }
+func (k *keys) HoldsTeamKey(_ context.Context, teamID int64) (bool, error) {
+	return k.held[teamID], nil
+}
 
 func (k *keys) RevokeTeamKey(_ context.Context, teamID int64) error {
 	if k.failRevoke > 0 {

@@ -33,7 +33,7 @@ func TestToXRD(t *testing.T) {
 	}
 	v := spec["versions"].([]any)[0].(map[string]any)
 	schema := v["schema"].(map[string]any)["openAPIV3Schema"].(extv1.JSONSchemaProps)
-	var props []string
+	props := make([]string, 0, len(schema.Properties))
 	for p := range schema.Properties {
 		props = append(props, p)
 	}
