@@ -4,7 +4,9 @@
 
 SHELL := /usr/bin/env bash
 GO ?= go
-STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0
+# golangci-lint runs every linter .golangci.yml does not disable (govet and
+# staticcheck among them) and checks the formatting.
+GOLANGCI_LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.12.2
 OUT := _output/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X git.ryuvia.com/niklas/provider-terdut/internal/version.Version=$(VERSION)
@@ -31,14 +33,10 @@ check-generate: generate
 	fi
 	@echo "generated code is up to date"
 
+## lint: golangci-lint with .golangci.yml (modelled on crossplane-runtime's),
+## over every package and build tag (e2e, render).
 lint:
-	$(GO) vet ./...
-	$(GO) vet -tags e2e ./test/...
-	$(GO) vet -tags render ./test/...
-	$(STATICCHECK) ./...
-	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
-	@if git grep -n 'err[.]Error() ==' -- '*.go' ':!*_test.go'; then echo "compare errors with errors.As, not strings"; exit 1; fi
-	@if git grep -n 'fmt.Print' -- 'internal/controller' ':!*_test.go'; then echo "no fmt.Print in controllers: use the logger"; exit 1; fi
+	$(GOLANGCI_LINT) run ./...
 
 ## unit: unit tests and the contract tests against the terdut-server double
 ## (set TERDUT_URL and TERDUT_TOKEN to run the contract tests against a real one).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make dev: the whole thing on one machine. Builds (or reuses) the control
-# plane, starts it, starts the terdut-server TEST DOUBLE on loopback, installs
-# the provider's CRDs, runs the provider out of cluster against the double,
+# make dev: the whole thing on one machine. cluster/local/stackctl (the Go
+# package cluster/local/stack, shared with the end-to-end suite) builds and
+# starts the control plane, the terdut-server TEST DOUBLE on loopback, the
+# provider's CRDs, the ClusterProviderConfig and the provider; this script
 # applies the examples, runs the composition function (mTLS) with the
 # Configuration's XRDs and Compositions, claims a TerdutServer (on a second,
 # fresh double) and a TerdutTeam, waits for all of it to be Ready and shows
@@ -15,40 +16,16 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=cluster/local/local.sh
 source "$ROOT/cluster/local/local.sh"
 
-PROVIDER_METRICS_PORT=$((18090 + OFF))
-PROVIDER_HEALTH_PORT=$((18091 + OFF))
-
 up() {
   local t0=$SECONDS
-  cmd_build
-  # NOTE: every session starts from an empty cluster: the doubles are in
-  # memory, so objects kept from an earlier session would point at servers
-  # that are gone.
-  cmd_down >/dev/null
-  rm -rf "$RUN/etcd"
-  cmd_up
+  # NOTE: every session starts from an empty cluster (stack.Up wipes the run
+  # directory): the doubles are in memory, so objects kept from an earlier
+  # session would point at servers that are gone.
+  step "stack: control plane, terdut-double, CRDs, ClusterProviderConfig, provider (cluster/local/stack)"
+  (cd "$ROOT" && go run ./cluster/local/stackctl up -name dev -offset "$OFF" -- --poll=30s)
   export KUBECONFIG=$RUN/kubeconfig
-
-  step "provider and terdut-double: building"
-  mkdir -p "$RUN/bin"
-  (cd "$ROOT" && go build -o "$RUN/bin/provider" ./cmd/provider && go build -o "$RUN/bin/terdut-double" ./cmd/terdut-double)
-
-  rm -f "$RUN/double.url"
-  start terdut-double "$RUN/bin/terdut-double" -listen 127.0.0.1:0 -admin-key-file "$RUN/double.key" -addr-file "$RUN/double.url" -users alice,bob
-  wait_for terdut-double 10 test -s "$RUN/double.url"
   local url
-  url=$(cat "$RUN/double.url")
-
-  step "CRDs: installing package/provider/crds"
-  kc apply --server-side -f "$ROOT/package/provider/crds" >/dev/null
-  kc wait --for condition=established --timeout=60s -f "$ROOT/package/provider/crds" >/dev/null
-
-  step "ClusterProviderConfig default -> $url (the double)"
-  sed -e "s#^  endpoint: .*#  endpoint: $url#" -e "s#^  token: .*#  token: $(cat "$RUN/double.key")#" \
-    "$ROOT/examples/providerconfig/clusterproviderconfig.yaml" | kc apply -f - >/dev/null
-
-  start provider "$RUN/bin/provider" --poll=30s \
-    --metrics-bind-address="127.0.0.1:$PROVIDER_METRICS_PORT" --health-probe-bind-address="127.0.0.1:$PROVIDER_HEALTH_PORT"
+  url=$(cat "$RUN/terdut-double.url")
 
   step "examples: applying examples/terdut"
   kc apply -f "$ROOT/examples/terdut/00-namespace.yaml" >/dev/null

@@ -24,7 +24,10 @@ import (
 type claim struct {
 	Status struct {
 		Conditions []struct {
-			Type, Status, Reason, Message string
+			Type    string `json:"type"`
+			Status  string `json:"status"`
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
 		} `json:"conditions"`
 		Endpoint           string   `json:"endpoint"`
 		ProviderConfigName string   `json:"providerConfigName"`
@@ -83,12 +86,12 @@ func gone(t *testing.T, what string, args ...string) {
 // TestClaims: TerdutServer and TerdutTeam claims composed by the project's
 // composition function, which Crossplane core calls over mTLS.
 func TestClaims(t *testing.T) {
-	scenario(t, "the composition function runs with mTLS as FunctionRevision ryuvia-function-terdut; the Configuration's XRDs and Compositions are installed")
-	if err := sh(filepath.Join(env.root, "cluster/local/local.sh"), "function"); err != nil {
+	scenariof(t, "the composition function runs with mTLS as FunctionRevision ryuvia-function-terdut; the Configuration's XRDs and Compositions are installed")
+	if err := env.stack.Local(t.Context(), "function"); err != nil {
 		t.Fatal(err)
 	}
 
-	scenario(t, "bad claims are refused by the XRDs' validation, with the reason")
+	scenariof(t, "bad claims are refused by the XRDs' validation, with the reason")
 	namespace(t, "claims-validation", map[string]string{})
 	bad := map[string]string{
 		"dsn and postgresClusterRef": `apiVersion: platform.terdut.ryuvia.com/v1alpha1
@@ -141,7 +144,7 @@ spec:
 
 	url := freshDouble(t, "claims")
 
-	scenario(t, "a TerdutServer claim in platform-oncall (examples/claims; endpoint -> a fresh double, replicas 0) -> bootstrap ServiceAccount, ClusterProviderConfig, claim Synced and Ready")
+	scenariof(t, "a TerdutServer claim in platform-oncall (examples/claims; endpoint -> a fresh double, replicas 0) -> bootstrap ServiceAccount, ClusterProviderConfig, claim Synced and Ready")
 	nsYAML, _ := os.ReadFile(filepath.Join(env.root, "examples/claims/00-namespaces.yaml"))
 	apply(t, string(nsYAML))
 	srv, _ := os.ReadFile(filepath.Join(env.root, "examples/claims/terdutserver.yaml"))
@@ -186,7 +189,7 @@ spec:
 	fmt.Printf("    Deployment platform-oncall/terdut: image %s, replicas %d, Available=%s\n",
 		dep.Spec.Template.Spec.Containers[0].Image, *dep.Spec.Replicas, deploymentAvailable(dep))
 
-	scenario(t, "a TerdutServer on a Zalando cluster: DatabaseReady is False (NotFound) until the postgresql exists and runs, then True")
+	scenariof(t, "a TerdutServer on a Zalando cluster: DatabaseReady is False (NotFound) until the postgresql exists and runs, then True")
 	apply(t, postgresqlCRD)
 	if err := kubectl(nil, "wait", "--for", "condition=established", "--timeout=60s", "crd/postgresqls.acid.zalan.do"); err != nil {
 		t.Fatal(err)
@@ -244,7 +247,7 @@ spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {te
 	}
 	gone(t, "the zalando server's ClusterProviderConfig", "clusterproviderconfig.terdut.ryuvia.com", "platform-oncall.zalando")
 
-	scenario(t, "a TerdutTeam claim in team-a on that server -> Team, EscalationPolicy, DeadmanSwitch, Integration Ready; the claim Ready with the team ID")
+	scenariof(t, "a TerdutTeam claim in team-a on that server -> Team, EscalationPolicy, DeadmanSwitch, Integration Ready; the claim Ready with the team ID")
 	// The example's escalation policy pages alice: she signs up first (a
 	// fresh server has only the bootstrap admin).
 	if err := adminAt(url, http.MethodPost, "/admin/users", terdut.User{Username: "alice"}, nil); err != nil {
@@ -287,7 +290,7 @@ spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {te
 	out, _ = kubectlOut(nil, "get", "terdutserver,terdutteam", "-A")
 	fmt.Printf("    $ kubectl get terdutserver,terdutteam -A\n%s", indent(out))
 
-	scenario(t, "a TerdutTeam claim in team-c, which the server's allowedTeams does not admit: not Ready, the summary says why; labelling team-c admits it")
+	scenariof(t, "a TerdutTeam claim in team-c, which the server's allowedTeams does not admit: not Ready, the summary says why; labelling team-c admits it")
 	namespace(t, "team-c", map[string]string{})
 	apply(t, `apiVersion: platform.terdut.ryuvia.com/v1alpha1
 kind: TerdutTeam
@@ -324,7 +327,7 @@ spec:
 	}
 	gone(t, "team-c's composed MRs", "-n", "team-c", "team,escalationpolicy,deadmanswitch,integration")
 
-	scenario(t, "deleting the TerdutTeam claim removes its MRs, and its team and team key on the server")
+	scenariof(t, "deleting the TerdutTeam claim removes its MRs, and its team and team key on the server")
 	if err := kubectl(nil, "-n", "team-a", "delete", "terdutteam", "web", "--wait=true", "--timeout=120s"); err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +343,7 @@ spec:
 		}
 	}
 
-	scenario(t, "deleting the TerdutServer claim removes the Deployment, Service, ServiceAccount (and its server-side account), key Secret and ClusterProviderConfig")
+	scenariof(t, "deleting the TerdutServer claim removes the Deployment, Service, ServiceAccount (and its server-side account), key Secret and ClusterProviderConfig")
 	if err := kubectl(nil, "-n", "platform-oncall", "delete", "terdutserver", "terdut", "--wait=true", "--timeout=120s"); err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -22,8 +19,8 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 )
 
-// scenario prints what a test checks, so `make e2e` reads as a list.
-func scenario(t *testing.T, format string, args ...any) {
+// scenariof prints what a test checks, so `make e2e` reads as a list.
+func scenariof(t *testing.T, format string, args ...any) {
 	t.Helper()
 	fmt.Printf("--- scenario %s: %s\n", t.Name(), fmt.Sprintf(format, args...))
 }
@@ -141,15 +138,10 @@ func deleteAndWait(t *testing.T, mg client.Object) {
 // returns its URL. The leak check covers its keys too.
 func freshDouble(t *testing.T, name string) string {
 	t.Helper()
-	addrFile := filepath.Join(env.run, name+".url")
-	fresh := exec.Command(filepath.Join(env.run, "bin", "terdut-double"), "-listen", "127.0.0.1:0", "-fresh", "-addr-file", addrFile)
-	if err := startLogged(fresh, "terdut-double-"+name); err != nil {
+	d, err := env.stack.StartDouble(t.Context(), "terdut-double-"+name, "-fresh")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFile(addrFile, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	u, _ := os.ReadFile(addrFile)
-	env.doubles = append(env.doubles, string(u))
-	return string(u)
+	env.doubles = append(env.doubles, d.URL)
+	return d.URL
 }

@@ -37,7 +37,7 @@ spec:
 func TestTeam(t *testing.T) {
 	ns := "e2e-team"
 	namespace(t, ns, nil)
-	scenario(t, "apply a Team -> Ready, and the server has it")
+	scenariof(t, "apply a Team -> Ready, and the server has it")
 	apply(t, teamYAML(ns, "sre", "SRE"))
 	cr := &v1alpha1.Team{ObjectMeta: om(ns, "sre")}
 	ready(t, cr)
@@ -46,7 +46,7 @@ func TestTeam(t *testing.T) {
 		t.Fatalf("server team %d = %+v, %v; want SRE", id, tm, err)
 	}
 
-	scenario(t, "change spec.forProvider.displayName -> the server team is renamed in place")
+	scenariof(t, "change spec.forProvider.displayName -> the server team is renamed in place")
 	apply(t, teamYAML(ns, "sre", "Site Reliability"))
 	eventually(t, 30*time.Second, "rename on the server", func() string {
 		tm, err := env.admin.GetTeam(t.Context(), id)
@@ -56,7 +56,7 @@ func TestTeam(t *testing.T) {
 		return ""
 	})
 
-	scenario(t, "rename the team directly on the server -> reverted at the next poll")
+	scenariof(t, "rename the team directly on the server -> reverted at the next poll")
 	if err := env.admin.RenameTeam(t.Context(), id, "changed by hand"); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestTeam(t *testing.T) {
 		return ""
 	})
 
-	scenario(t, "delete the Team -> gone on the server, finalizer removed")
+	scenariof(t, "delete the Team -> gone on the server, finalizer removed")
 	deleteAndWait(t, cr)
 	if _, err := env.admin.GetTeam(t.Context(), id); !terdut.IsNotFound(err) {
 		t.Fatalf("server team after delete: %v, want 404", err)
@@ -94,7 +94,7 @@ spec:
       targets: [{kind: oncall}, {kind: user, username: alice}]
 `, ns, repeat)
 	}
-	scenario(t, "apply an EscalationPolicy referencing the Team -> Ready, usernames resolved")
+	scenariof(t, "apply an EscalationPolicy referencing the Team -> Ready, usernames resolved")
 	apply(t, policy(1))
 	cr := &v1alpha1.EscalationPolicy{ObjectMeta: om(ns, "ops")}
 	ready(t, cr)
@@ -102,7 +102,7 @@ spec:
 		t.Fatalf("resolved users = %+v, want alice", cr.Status.AtProvider.ResolvedUsers)
 	}
 
-	scenario(t, "change repeatCount -> the whole policy is PUT")
+	scenariof(t, "change repeatCount -> the whole policy is PUT")
 	apply(t, policy(3))
 	serverRepeat := func(want int64) func() string {
 		return func() string {
@@ -115,21 +115,21 @@ spec:
 	}
 	eventually(t, 30*time.Second, "repeat count on the server", serverRepeat(3))
 
-	scenario(t, "change the policy on the server -> reverted at the next poll")
+	scenariof(t, "change the policy on the server -> reverted at the next poll")
 	p, err := env.admin.GetEscalationPolicy(t.Context(), teamID)
 	must(t, err, "read the policy to tamper with it")
 	p.RepeatCount = 9
 	must(t, env.admin.PutEscalationPolicy(t.Context(), teamID, *p), "tamper with the policy on the server")
 	eventually(t, 30*time.Second, "drift reverted", serverRepeat(3))
 
-	scenario(t, "an unknown username -> Ready=False UnknownUser naming it")
+	scenariof(t, "an unknown username -> Ready=False UnknownUser naming it")
 	apply(t, strings.Replace(policy(3), "username: alice", "username: nobody", 1))
 	condition(t, cr, xpv2.TypeReady, corev1.ConditionFalse, "UnknownUser")
 	if !strings.Contains(cr.GetCondition(xpv2.TypeReady).Message, "nobody") {
 		t.Fatalf("message %q does not name the user", cr.GetCondition(xpv2.TypeReady).Message)
 	}
 
-	scenario(t, "delete the EscalationPolicy -> the server policy is emptied")
+	scenariof(t, "delete the EscalationPolicy -> the server policy is emptied")
 	deleteAndWait(t, cr)
 	if p, err := env.admin.GetEscalationPolicy(t.Context(), teamID); err != nil || !p.IsEmpty() {
 		t.Fatalf("policy after delete = %+v, want empty", p)
@@ -154,7 +154,7 @@ spec:
     timeout: %s
 `, ns, timeout)
 	}
-	scenario(t, "apply a DeadmanSwitch without a name -> Ready, named by the server from its matcher")
+	scenariof(t, "apply a DeadmanSwitch without a name -> Ready, named by the server from its matcher")
 	apply(t, sw("15m"))
 	cr := &v1alpha1.DeadmanSwitch{ObjectMeta: om(ns, "watchdog")}
 	ready(t, cr)
@@ -173,15 +173,15 @@ spec:
 			return fmt.Sprintf("switches %+v", list)
 		}
 	}
-	scenario(t, "change the timeout -> the switch is updated in place (same ID)")
+	scenariof(t, "change the timeout -> the switch is updated in place (same ID)")
 	apply(t, sw("30m"))
 	eventually(t, 30*time.Second, "timeout on the server", serverTimeout("30m"))
 
-	scenario(t, "change the switch on the server -> reverted at the next poll")
+	scenariof(t, "change the switch on the server -> reverted at the next poll")
 	must(t, env.admin.UpdateDeadmanSwitch(t.Context(), teamID, id, terdut.DeadmanSwitch{Matcher: "alertname=Other", Timeout: "1h", Severity: "info"}), "tamper with the switch on the server")
 	eventually(t, 30*time.Second, "drift reverted", serverTimeout("30m"))
 
-	scenario(t, "delete the DeadmanSwitch -> gone on the server")
+	scenariof(t, "delete the DeadmanSwitch -> gone on the server")
 	deleteAndWait(t, cr)
 	if list, err := env.admin.ListDeadmanSwitches(t.Context(), teamID); err != nil || len(list) != 0 {
 		t.Fatalf("switches after delete = %+v", list)
@@ -204,7 +204,7 @@ spec:
   writeConnectionSecretToRef: {name: am-webhook}
 `, ns, name)
 	}
-	scenario(t, "apply an Integration -> Ready; its connection Secret holds url and key")
+	scenariof(t, "apply an Integration -> Ready; its connection Secret holds url and key")
 	apply(t, in("prod-am"))
 	cr := &v1alpha1.Integration{ObjectMeta: om(ns, "am")}
 	ready(t, cr)
@@ -219,7 +219,7 @@ spec:
 		t.Fatalf("connection Secret keys %v do not hold the url and key the server issued", keys(sec.Data))
 	}
 
-	scenario(t, "rename -> PATCH in place; the key does not change")
+	scenariof(t, "rename -> PATCH in place; the key does not change")
 	apply(t, in("prod-am-2"))
 	eventually(t, 30*time.Second, "rename on the server", func() string {
 		for _, i := range state(t).Integrations {
@@ -230,7 +230,7 @@ spec:
 		return "not renamed"
 	})
 
-	scenario(t, "rename on the server -> reverted at the next poll")
+	scenariof(t, "rename on the server -> reverted at the next poll")
 	must(t, env.admin.RenameIntegration(t.Context(), teamID, id, "by-hand"), "tamper with the integration on the server")
 	eventually(t, 30*time.Second, "drift reverted", func() string {
 		for _, i := range state(t).Integrations {
@@ -241,7 +241,7 @@ spec:
 		return "not reverted"
 	})
 
-	scenario(t, "delete the connection Secret -> WebhookSecretLost, and no new key minted")
+	scenariof(t, "delete the connection Secret -> WebhookSecretLost, and no new key minted")
 	posts := counters(t)["POST /api/teams/{id}/integrations"]
 	if err := env.kube.Delete(t.Context(), sec); err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ spec:
 	}
 	fmt.Printf("    integration POSTs before and after the loss: %d, %d\n", posts, posts)
 
-	scenario(t, "delete the Integration -> gone on the server")
+	scenariof(t, "delete the Integration -> gone on the server")
 	deleteAndWait(t, cr)
 	if got := len(state(t).Integrations); got != 0 {
 		t.Fatalf("%d integrations after delete", got)
@@ -265,7 +265,7 @@ spec:
 }
 
 func keys(m map[string][]byte) []string {
-	out := []string{}
+	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
 	}
@@ -279,7 +279,7 @@ func TestObserveOnlyImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scenario(t, "import team %d made on the server with managementPolicies [Observe] -> Ready, never written", tm.ID)
+	scenariof(t, "import team %d made on the server with managementPolicies [Observe] -> Ready, never written", tm.ID)
 	before := counters(t)
 	apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
 kind: Team
@@ -303,7 +303,7 @@ spec:
 			t.Fatalf("%s called %d times for an Observe-only MR", k, after[k]-before[k])
 		}
 	}
-	scenario(t, "delete the Observe-only Team -> the server team stays")
+	scenariof(t, "delete the Observe-only Team -> the server team stays")
 	deleteAndWait(t, cr)
 	if _, err := env.admin.GetTeam(t.Context(), tm.ID); err != nil {
 		t.Fatalf("server team after deleting an Observe-only MR: %v", err)
@@ -313,7 +313,7 @@ spec:
 func TestCrashSafety(t *testing.T) {
 	ns := "e2e-crash"
 	namespace(t, ns, nil)
-	scenario(t, "kill the provider (SIGKILL) right after the server committed a POST, restart it -> one team, Ready")
+	scenariof(t, "kill the provider (SIGKILL) right after the server committed a POST, restart it -> one team, Ready")
 	fault(t, terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams", Commit: true, Delay: terdutdouble.Duration(time.Minute), Times: 1})
 	before := counters(t)["POST /api/teams"]
 	apply(t, teamYAML(ns, "crash", "Crash Test"))
@@ -344,7 +344,7 @@ func TestCrashSafety(t *testing.T) {
 }
 
 func TestExamplesAndGetManaged(t *testing.T) {
-	scenario(t, "apply examples/terdut -> kubectl get managed lists every MR READY=True SYNCED=True")
+	scenariof(t, "apply examples/terdut -> kubectl get managed lists every MR READY=True SYNCED=True")
 	if err := kubectl(nil, "apply", "-f", filepath.Join(env.root, "examples/terdut/00-namespace.yaml")); err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestExamplesAndGetManaged(t *testing.T) {
 		return ""
 	})
 	fmt.Println(out)
-	scenario(t, "delete the examples' managed resources, then their namespace -> all gone")
+	scenariof(t, "delete the examples' managed resources, then their namespace -> all gone")
 	if err := kubectl(nil, "-n", "team-a", "delete", "integration,deadmanswitch,escalationpolicy,team", "--all", "--wait=true", "--timeout=90s"); err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ spec:
     levels: [{timeout: 5m, targets: [{kind: oncall}]}]
 `, "should be greater than or equal to 0"},
 	}
-	scenario(t, "every file in examples/ is accepted by the API server (server-side dry run)")
+	scenariof(t, "every file in examples/ is accepted by the API server (server-side dry run)")
 	namespace(t, "team-a", nil) // the examples' namespace; an earlier scenario deleted it
 	for _, dir := range []string{"providerconfig", "serviceaccount", "import"} {
 		if out, err := kubectlOut(nil, "apply", "--dry-run=server", "-f", filepath.Join(env.root, "examples", dir)); err != nil {
@@ -450,7 +450,7 @@ spec:
 		}
 	}
 	for name, tc := range cases {
-		scenario(t, "the API server rejects %s", name)
+		scenariof(t, "the API server rejects %s", name)
 		out, err := kubectlOut([]byte(tc.yaml), "apply", "-f", "-")
 		if err == nil || !strings.Contains(out, tc.want) {
 			t.Errorf("%s: kubectl apply = %v, %q; want a rejection saying %q", name, err, out, tc.want)

@@ -24,7 +24,7 @@ import (
 // namespace label with live revocation, ownership of teams, team-scoped keys
 // for children, and a key rotation without a failed request.
 func TestTenancy(t *testing.T) {
-	scenario(t, "a fresh double with no users -> a bootstrap ServiceAccount + a ClusterProviderConfig naming its Secret -> Ready")
+	scenariof(t, "a fresh double with no users -> a bootstrap ServiceAccount + a ClusterProviderConfig naming its Secret -> Ready")
 	url := freshDouble(t, "fresh")
 
 	apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
@@ -72,13 +72,13 @@ spec:
   forProvider: {displayName: "Team %s"}
 `, ns, ns)
 	}
-	scenario(t, "a Team in the home namespace team-a -> Ready")
+	scenariof(t, "a Team in the home namespace team-a -> Ready")
 	namespace(t, "team-a", map[string]string{})
 	apply(t, teamYAML("team-a"))
 	teamA := &v1alpha1.Team{ObjectMeta: om("team-a", "oncall")}
 	teamAID := externalID(t, ready(t, teamA))
 
-	scenario(t, "a Team in team-b is refused (RefNotPermitted) until team-b gets the selector's label")
+	scenariof(t, "a Team in team-b is refused (RefNotPermitted) until team-b gets the selector's label")
 	namespace(t, "team-b", map[string]string{})
 	apply(t, teamYAML("team-b"))
 	teamB := &v1alpha1.Team{ObjectMeta: om("team-b", "oncall")}
@@ -104,7 +104,7 @@ spec:
 	label("allowed")
 	teamBID := externalID(t, ready(t, teamB))
 
-	scenario(t, "removing the label flips team-b's Team to RefNotPermitted; its server team stays")
+	scenariof(t, "removing the label flips team-b's Team to RefNotPermitted; its server team stays")
 	label("")
 	condition(t, teamB, xpv2.TypeReady, corev1.ConditionFalse, "RefNotPermitted")
 	admin := adminClient(t, url)
@@ -114,7 +114,7 @@ spec:
 	label("allowed")
 	ready(t, teamB)
 
-	scenario(t, "an EscalationPolicy in team-b naming team-a's team ID is refused (TeamNotInNamespace), nothing written")
+	scenariof(t, "an EscalationPolicy in team-b naming team-a's team ID is refused (TeamNotInNamespace), nothing written")
 	apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
 kind: EscalationPolicy
 metadata: {name: grab, namespace: team-b}
@@ -130,7 +130,7 @@ spec:
 		t.Fatalf("team-a's policy was written: %+v", p)
 	}
 
-	scenario(t, "children (a DeadmanSwitch, an Integration) use team-scoped keys only")
+	scenariof(t, "children (a DeadmanSwitch, an Integration) use team-scoped keys only")
 	apply(t, `apiVersion: terdut.ryuvia.com/v1alpha1
 kind: DeadmanSwitch
 metadata: {name: watchdog, namespace: team-a}
@@ -169,7 +169,7 @@ spec:
 		t.Fatal("no child request used a team-scoped key")
 	}
 
-	scenario(t, "a key rotation of the instance ServiceAccount: mint, write in place, revoke the old key, with no failed reconcile")
+	scenariof(t, "a key rotation of the instance ServiceAccount: mint, write in place, revoke the old key, with no failed reconcile")
 	before := &corev1.Secret{}
 	_ = env.kube.Get(t.Context(), types.NamespacedName{Namespace: "crossplane-system", Name: "tenancy-instance-credentials"}, before)
 	oldKeyID := before.Annotations["terdut.ryuvia.com/key-id"]
@@ -228,7 +228,7 @@ spec:
 		t.Fatalf("requests failed during the rotation: %d Synced=False observations, warnings %v", failed, warnings)
 	}
 
-	scenario(t, "deleting team-a's Team removes its team-scoped service account and key Secret")
+	scenariof(t, "deleting team-a's Team removes its team-scoped service account and key Secret")
 	for _, m := range []resourceRef{{"team-a", in}, {"team-a", sw}, {"team-b", grab}, {"team-b", teamB}, {"team-a", teamA}} {
 		deleteAndWait(t, m.mg)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,15 +16,14 @@ import (
 // provider's or the composition function's log, in any MR's or composite's
 // status or in any event.
 func TestNoKeyLeaked(t *testing.T) {
-	scenario(t, "no key the double issued appears in the provider or function log, MR or composite status, or events")
-	var issued []string
-	for _, u := range env.doubles {
-		var keys []string
-		if err := adminAt(u, http.MethodGet, "/admin/issued", nil, &keys); err != nil {
+	scenariof(t, "no key the double issued appears in the provider or function log, MR or composite status, or events")
+	perDouble := make([][]string, len(env.doubles))
+	for i, u := range env.doubles {
+		if err := adminAt(u, http.MethodGet, "/admin/issued", nil, &perDouble[i]); err != nil {
 			t.Fatal(err)
 		}
-		issued = append(issued, keys...)
 	}
+	issued := slices.Concat(perDouble...)
 	log, _ := os.ReadFile(env.providerLog)
 	fnLog, _ := os.ReadFile(filepath.Join(env.run, "function.log"))
 	statuses, _ := kubectlOut(nil, "get", "managed", "-A", "-o", "json")

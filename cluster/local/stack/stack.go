@@ -1,0 +1,284 @@
+// Package stack brings up provider-terdut on the local control plane: it
+// builds the provider and the terdut-server test double, starts the double
+// on loopback, installs the provider's CRDs, applies a ClusterProviderConfig
+// templated for that double and starts the provider. `make dev` (through
+// cluster/local/stackctl), the end-to-end suite, the scale benchmark and the
+// crash trials all use it, so they run the same stack.
+//
+// The control plane itself (etcd, kube-apiserver, kube-controller-manager,
+// Crossplane core) is cluster/local/local.sh's: Up calls it.
+package stack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+)
+
+// Options say which stack to bring up.
+type Options struct {
+	// Root is the repository's root.
+	Root string
+	// Name names the run directory under the cache (dev, e2e, bench, ...).
+	Name string
+	// PortOffset is added to every port of the control plane, so two
+	// stacks can run side by side.
+	PortOffset int
+	// ProviderArgs are the provider's flags (--poll=30s, ...); the stack
+	// adds its metrics and health addresses.
+	ProviderArgs []string
+	// DoubleArgs are extra flags of the double (e.g. -latency=20ms).
+	DoubleArgs []string
+	// Users are the double's users (escalation targets).
+	Users []string
+	// Out receives the progress lines; nil is os.Stdout.
+	Out *os.File
+}
+
+// Stack is a running stack. Everything it started is stopped by PID, by
+// Down (or cluster/local/local.sh down, through the PID files).
+type Stack struct {
+	Options
+
+	// Run is the run directory: kubeconfig, PID files, logs, binaries.
+	Run string
+	// Kubeconfig is the cluster's kubeconfig file.
+	Kubeconfig string
+	// Kube is a client of the cluster (core, apps and the provider's kinds).
+	Kube client.Client
+	// Double is the double the ClusterProviderConfig "default" points at.
+	Double *Double
+	// Provider is the running provider; nil while it is stopped.
+	Provider *Process
+}
+
+// CacheDir is the folder the control plane's binaries and run directories
+// live in: $PROVIDER_TERDUT_CACHE, or ~/.cache/provider-terdut.
+func CacheDir() string {
+	if c := os.Getenv("PROVIDER_TERDUT_CACHE"); c != "" {
+		return c
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "provider-terdut")
+}
+
+// Up builds (or reuses) the control plane and starts it from an empty
+// cluster, then builds and starts the double and the provider.
+func Up(ctx context.Context, o Options) (*Stack, error) {
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	s := &Stack{Options: o, Run: filepath.Join(CacheDir(), "run", o.Name)}
+	s.Kubeconfig = filepath.Join(s.Run, "kubeconfig")
+	_ = s.local(ctx, "down") // a previous run's leftovers
+	if err := os.RemoveAll(s.Run); err != nil {
+		return nil, err
+	}
+	for _, step := range []string{"build", "up"} {
+		if err := s.local(ctx, step); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.connect(); err != nil {
+		return nil, err
+	}
+	if err := s.Build(ctx, "provider", "./cmd/provider"); err != nil {
+		return nil, err
+	}
+	if err := s.Build(ctx, "terdut-double", "./cmd/terdut-double"); err != nil {
+		return nil, err
+	}
+	key := "tdk_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	d, err := s.StartDouble(ctx, "terdut-double", append([]string{"-admin-key", key}, o.DoubleArgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	s.Double = d
+	if err := s.InstallCRDs(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.ApplyProviderConfig(ctx, d); err != nil {
+		return nil, err
+	}
+	if err := s.StartProvider(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Stepf prints a progress line, as local.sh does.
+func (s *Stack) Stepf(format string, args ...any) {
+	_, _ = fmt.Fprintf(s.Out, "==> [%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// local runs cluster/local/local.sh with the stack's run directory and ports.
+func (s *Stack) local(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.Root, "cluster/local/local.sh"), args...)
+	cmd.Dir = s.Root
+	cmd.Env = append(os.Environ(), "TERDUT_RUN_DIR="+s.Run, "TERDUT_PORT_OFFSET="+strconv.Itoa(s.PortOffset))
+	cmd.Stdout, cmd.Stderr = s.Out, os.Stderr
+	return cmd.Run()
+}
+
+// Local runs a local.sh command (function, path, ...) for this stack.
+func (s *Stack) Local(ctx context.Context, args ...string) error { return s.local(ctx, args...) }
+
+// LocalPath is the cached binary local.sh knows by name (crank, registry,
+// alertmanager, ...).
+func (s *Stack) LocalPath(ctx context.Context, name string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.Root, "cluster/local/local.sh"), "path", name)
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+// Attach returns the stack Up started earlier with the same options (a
+// `make dev` still running), without starting anything.
+func Attach(o Options) (*Stack, error) {
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	s := &Stack{Options: o, Run: filepath.Join(CacheDir(), "run", o.Name)}
+	s.Kubeconfig = filepath.Join(s.Run, "kubeconfig")
+	if err := s.connect(); err != nil {
+		return nil, err
+	}
+	d, err := s.attachDouble("terdut-double")
+	if err != nil {
+		return nil, err
+	}
+	s.Double = d
+	return s, nil
+}
+
+func (s *Stack) connect() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	s.Kube, err = NewClient(cfg)
+	return err
+}
+
+// NewClient is a client of the cluster that knows core, apps and the
+// provider's kinds.
+func NewClient(cfg *rest.Config) (client.Client, error) {
+	sch := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, apis.AddToScheme} {
+		if err := add(sch); err != nil {
+			return nil, err
+		}
+	}
+	return client.New(cfg, client.Options{Scheme: sch})
+}
+
+// Build builds a package of the repository into the run directory's bin.
+func (s *Stack) Build(ctx context.Context, name, pkg string) error {
+	s.Stepf("%s: building %s", name, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", s.Bin(name), pkg)
+	cmd.Dir = s.Root
+	cmd.Stdout, cmd.Stderr = s.Out, os.Stderr
+	return cmd.Run()
+}
+
+// Bin is the path of a binary Build made.
+func (s *Stack) Bin(name string) string { return filepath.Join(s.Run, "bin", name) }
+
+// InstallCRDs applies package/provider/crds and waits until they are
+// established.
+func (s *Stack) InstallCRDs(ctx context.Context) error {
+	s.Stepf("CRDs: installing package/provider/crds")
+	crds := filepath.Join(s.Root, "package/provider/crds")
+	if _, err := s.Kubectl(ctx, nil, "apply", "--server-side", "-f", crds); err != nil {
+		return err
+	}
+	_, err := s.Kubectl(ctx, nil, "wait", "--for", "condition=established", "--timeout=60s", "-f", crds)
+	return err
+}
+
+// ApplyProviderConfig applies examples/providerconfig/clusterproviderconfig.yaml
+// (the ClusterProviderConfig "default" and its key Secret) pointed at d.
+func (s *Stack) ApplyProviderConfig(ctx context.Context, d *Double) error {
+	s.Stepf("ClusterProviderConfig default -> %s (the double)", d.URL)
+	b, err := os.ReadFile(filepath.Join(s.Root, "examples/providerconfig/clusterproviderconfig.yaml"))
+	if err != nil {
+		return err
+	}
+	y := strings.NewReplacer("http://terdut.platform-oncall.svc:8080", d.URL, "REPLACE-WITH-AN-INSTANCE-SCOPED-KEY", d.AdminKey.Reveal()).Replace(string(b))
+	_, err = s.Kubectl(ctx, []byte(y), "apply", "-f", "-")
+	return err
+}
+
+// Kubectl runs kubectl against the stack's cluster.
+func (s *Stack) Kubectl(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", s.Kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = strings.NewReader(string(stdin))
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// ProviderMetricsAddr is where the provider serves its metrics.
+func (s *Stack) ProviderMetricsAddr() string { return "127.0.0.1:" + strconv.Itoa(18090+s.PortOffset) }
+
+// StartProvider starts the provider with the stack's flags (plus extra).
+func (s *Stack) StartProvider(ctx context.Context, extra ...string) error {
+	args := append([]string{
+		"--metrics-bind-address=" + s.ProviderMetricsAddr(),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(18091+s.PortOffset),
+	}, s.ProviderArgs...)
+	p, err := s.Start(ctx, "provider", s.Bin("provider"), append(args, extra...)...)
+	if err != nil {
+		return err
+	}
+	s.Provider = p
+	return nil
+}
+
+// KillProvider kills the provider with SIGKILL, as a crash would.
+func (s *Stack) KillProvider() {
+	if s.Provider != nil {
+		s.Provider.Kill()
+		s.Provider = nil
+	}
+}
+
+// StopProvider stops the provider with SIGTERM (SIGKILL after 10 s).
+func (s *Stack) StopProvider() {
+	if s.Provider != nil {
+		s.Provider.Stop()
+		s.Provider = nil
+	}
+}
+
+// ProviderLog is the provider's log file (every run of it, appended).
+func (s *Stack) ProviderLog() string { return filepath.Join(s.Run, "provider.log") }
+
+// Down stops what the stack started and the control plane.
+func (s *Stack) Down(ctx context.Context) {
+	s.StopProvider()
+	_ = s.local(ctx, "down")
+}
+
+// NewAdminClient is a terdut client of d with its admin key.
+func NewAdminClient(d *Double) (*terdut.Client, error) {
+	return terdut.New(terdut.Options{Endpoint: d.URL, Token: d.AdminKey, MaxRetries: -1})
+}
