@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +18,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -184,19 +180,6 @@ func (e *external) find(ctx context.Context, teamID int64, match func(terdut.Int
 	return generic.FindFirst(list, match), nil
 }
 
-// secretDetails returns the url and key in the connection Secret, or nil
-// when the Secret is gone, incomplete, or holds another integration's key.
-func (e *external) secretDetails(ctx context.Context, r client.Reader, cr *v1alpha1.Integration, id int64) (managed.ConnectionDetails, error) {
-	s, err := e.secret(ctx, r, cr)
-	if err != nil || s == nil {
-		return nil, err
-	}
-	if s.Annotations[AnnotationIntegrationID] != generic.FormatID(id) || len(s.Data[SecretKeyURL]) == 0 || len(s.Data[SecretKeyKey]) == 0 {
-		return nil, nil
-	}
-	return managed.ConnectionDetails{SecretKeyURL: s.Data[SecretKeyURL], SecretKeyKey: s.Data[SecretKeyKey]}, nil
-}
-
 // Create adopts the team's integration of the same name if there is one
 // (its key stays wherever an earlier attempt wrote it), and otherwise POSTs
 // one and writes its url and key to the connection Secret before returning.
@@ -267,90 +250,6 @@ func mayCreate(cr *v1alpha1.Integration) bool {
 	return len(cr.GetManagementPolicies()) == 0
 }
 
-// deleteOrphan deletes the integration an interrupted Create left behind:
-// the Secret is still marked "creating" and does not hold the key of the
-// integration of the MR's name. Nobody holds that key, so deleting it breaks
-// nothing, and adopting it would leave the MR without a key.
-func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, teamID int64) error {
-	s, err := e.secret(ctx, e.read(), cr)
-	if err != nil || s == nil || s.Annotations[AnnotationCreating] == "" {
-		return err
-	}
-	orphan, err := e.find(ctx, teamID, byName(cr.Spec.ForProvider.Name))
-	if err != nil || orphan == nil || s.Annotations[AnnotationIntegrationID] == generic.FormatID(orphan.ID) {
-		return err
-	}
-	if refused := e.adopter.Check.Allowed(ctx, orphan.ID); refused != nil {
-		// Another MR manages it: not ours to delete; adoption refuses it
-		// too, with the reason.
-		return nil //nolint:nilerr // A refusal here means "not ours", not a failure.
-	}
-	if err := e.api.DeleteIntegration(ctx, teamID, orphan.ID); err != nil && !terdut.IsNotFound(err) {
-		return errors.Wrapf(err, errDeleteOrphan, orphan.ID)
-	}
-	e.record.Event(cr, event.Normal(reasonOrphanDeleted, fmt.Sprintf(msgOrphan, orphan.ID)))
-	return nil
-}
-
-// keep writes a just-created integration's url and key to the connection
-// Secret. If that fails, the integration is deleted again: nobody holds its
-// key. If even that fails, its ID is recorded so the loss is reported
-// (WebhookSecretLost) rather than the integration leaked.
-func (e *external) keep(ctx context.Context, cr *v1alpha1.Integration, teamID int64, in *terdut.Integration) error {
-	err := e.writeSecret(ctx, cr, map[string]string{AnnotationIntegrationID: generic.FormatID(in.ID)}, details(in))
-	if err == nil {
-		return nil
-	}
-	if derr := e.api.DeleteIntegration(ctx, teamID, in.ID); derr != nil && !terdut.IsNotFound(derr) {
-		generic.SetExternalID(cr, in.ID)
-		return errors.Wrapf(err, errWriteSecretKept, secretName(cr), in.ID)
-	}
-	return errors.Wrapf(err, errWriteSecret, secretName(cr), in.ID)
-}
-
-// writeSecret replaces the connection Secret's annotations (plus the one
-// naming the MR) and data, if the Secret is the MR's to write. It reads
-// past the cache: Create writes it twice in a row.
-func (e *external) writeSecret(ctx context.Context, cr *v1alpha1.Integration, annotations map[string]string, data map[string][]byte) error {
-	want := resource.LocalConnectionSecretFor(cr, v1alpha1.IntegrationGroupVersionKind)
-	want.Annotations = annotations
-	want.Annotations[AnnotationIntegration] = cr.GetName()
-	want.Data = data
-	cur, err := e.secret(ctx, e.read(), cr)
-	if err != nil {
-		return err
-	}
-	if cur == nil {
-		return e.kube.Create(ctx, want)
-	}
-	if err := resource.ConnectionSecretMustBeControllableBy(cr.GetUID())(ctx, cur, want); err != nil {
-		return err
-	}
-	want.ResourceVersion, want.Labels = cur.ResourceVersion, cur.Labels
-	return e.kube.Update(ctx, want)
-}
-
-// secret is the connection Secret as r reads it; nil when there is none.
-func (e *external) secret(ctx context.Context, r client.Reader, cr *v1alpha1.Integration) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: cr.GetNamespace(), Name: secretName(cr)}, s)
-	if kerrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, errors.Wrap(err, errGetSecret)
-	}
-	return s, nil
-}
-
-// read is the reader past the cache (the cache itself in unit tests).
-func (e *external) read() client.Reader {
-	if e.reader != nil {
-		return e.reader
-	}
-	return e.kube
-}
-
 // Update renames in place; the URL and key stay. (A kind change is a
 // replacement, done by Create.)
 func (e *external) Update(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalUpdate, error) {
@@ -390,10 +289,6 @@ func secretName(cr *v1alpha1.Integration) string {
 		return r.Name
 	}
 	return ""
-}
-
-func details(in *terdut.Integration) managed.ConnectionDetails {
-	return managed.ConnectionDetails{SecretKeyURL: []byte(in.URL.Reveal()), SecretKeyKey: []byte(in.Key.Reveal())}
 }
 
 func kindOf(p v1alpha1.IntegrationParameters) string {

@@ -1,0 +1,170 @@
+package integration
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+func TestWebhookSecretLostMessageIsActionable(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	cr := integ(teamID, withID(seed(t, f, teamID).id))
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: kube(t), record: rec, adopter: generic.Adopter{Record: rec}}
+	_, _ = e.Observe(t.Context(), cr)
+
+	c := cr.GetCondition(xpv2.TypeReady)
+	want := "Secret \"prod-alertmanager-terdut-webhook\" no longer holds the webhook url and key of integration " + generic.FormatID(controllertest.FirstID+1) + ", and terdut-server never shows them again. No new key was minted, so nothing that sends to this integration broke. To get a new URL and key, delete and recreate this Integration."
+	if c.Status != corev1.ConditionFalse || c.Message != want {
+		t.Errorf("Ready = %s %q, want False %q", c.Status, c.Message, want)
+	}
+	if len(rec.Events) != 1 || rec.Events[0].Type != "Warning" || rec.Events[0].Message != want {
+		t.Errorf("events = %+v, want one Warning saying %q", rec.Events, want)
+	}
+}
+
+func TestCreateWritesSecretBeforeReturning(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	k := kube(t)
+	cr := integ(teamID)
+	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+
+	c, err := e.Create(t.Context(), cr)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	st := f.Server.Snapshot()
+	if len(st.Integrations) != 1 || meta.GetExternalName(cr) != generic.FormatID(st.Integrations[0].ID) {
+		t.Fatalf("server integrations %+v, external-name %q: want one, recorded", st.Integrations, meta.GetExternalName(cr))
+	}
+	s := getSecret(t, k)
+	issued := f.Server.Issued()
+	if !slices.Contains(issued, string(s.Data[SecretKeyURL])) || !slices.Contains(issued, string(s.Data[SecretKeyKey])) {
+		t.Errorf("Secret data is not the url and key the server issued")
+	}
+	if s.Annotations[AnnotationIntegrationID] != meta.GetExternalName(cr) {
+		t.Errorf("Secret annotation %q, want the integration ID %q", s.Annotations[AnnotationIntegrationID], meta.GetExternalName(cr))
+	}
+	if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != cr.UID || ref.Kind != "Integration" {
+		t.Errorf("Secret controller %+v, want the Integration (garbage collected with it)", ref)
+	}
+	if diff := cmp.Diff(managed.ConnectionDetails(s.Data), c.ConnectionDetails); diff != "" {
+		t.Errorf("Create's connection details differ from the Secret:\n%s", diff)
+	}
+	for _, v := range issued {
+		for _, cond := range cr.Status.Conditions {
+			if cond.Message == v {
+				t.Errorf("a key reached the status")
+			}
+		}
+	}
+}
+
+// TestObserveRightAfterCreateWhileCacheLags: the reconcile after Create
+// reads the connection Secret from a cache that has not seen it yet: that
+// is no lost key (no WebhookSecretLost, no warning), the Secret is there.
+func TestObserveRightAfterCreateWhileCacheLags(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	store := kube(t)
+	cache := interceptor.NewClient(store.(client.WithWatch), interceptor.Funcs{
+		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+			return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+		},
+	})
+	cr := integ(teamID)
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: cache, reader: store, record: rec, adopter: generic.Adopter{Record: rec}}
+	if _, err := e.Create(t.Context(), cr); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	o, err := e.Observe(t.Context(), cr)
+	if err != nil || !o.ResourceExists || !o.ResourceUpToDate || len(o.ConnectionDetails[SecretKeyKey]) == 0 {
+		t.Errorf("Observe after Create = exists %v, up to date %v, key handed back %v, %v; want all true, no error",
+			o.ResourceExists, o.ResourceUpToDate, len(o.ConnectionDetails[SecretKeyKey]) > 0, err)
+	}
+	if len(rec.Events) != 0 || cr.GetCondition(xpv2.TypeReady).Reason == ReasonWebhookSecretLost {
+		t.Errorf("events %+v, Ready reason %q: a lagging cache was read as a lost key", rec.Events, cr.GetCondition(xpv2.TypeReady).Reason)
+	}
+}
+
+// TestCreateWithALongName: an Integration's name may be 253 characters long,
+// longer than a label value may be. Its Secret must be written all the same:
+// one POST, one integration, its key in the Secret, and nothing to redo at
+// the next reconcile.
+func TestCreateWithALongName(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	k := kube(t)
+	cr := integ(teamID)
+	cr.Name = strings.Repeat("prod-alertmanager-", 5) + "eu-west-1"
+	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	for i := range 3 {
+		e.replace = nil
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			t.Fatalf("reconcile %d: Observe: %v", i, err)
+		}
+		if !o.ResourceExists {
+			if _, err := e.Create(t.Context(), cr); err != nil {
+				t.Errorf("reconcile %d: Create: %v", i, err)
+			}
+		}
+	}
+	if n, posts := len(f.Server.Snapshot().Integrations), f.Server.Count("POST /api/teams/{id}/integrations"); n != 1 || posts != 1 {
+		t.Errorf("%d integrations, %d POSTs after three reconciles; want 1 and 1", n, posts)
+	}
+	if s := getSecret(t, k); len(s.Data[SecretKeyKey]) == 0 || s.Annotations[AnnotationIntegration] != cr.Name {
+		t.Errorf("Secret has a key: %v, annotations %v: want the key, and the MR named", len(s.Data[SecretKeyKey]) > 0, s.Annotations)
+	}
+}
+
+// TestCreateResumesAfterPostWithoutSecret: the POST was committed but its
+// answer lost (or the provider killed) before the key was written. The next
+// Create must not adopt that integration without a key (WebhookSecretLost
+// forever): nobody holds its key, so it is deleted and made again.
+func TestCreateResumesAfterPostWithoutSecret(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	k := kube(t)
+	cr := integ(teamID)
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	if _, err := e.Create(t.Context(), cr); err == nil {
+		t.Fatal("Create with a lost POST answer: want an error")
+	}
+	if _, err := e.Create(t.Context(), cr); err != nil {
+		t.Fatalf("the resumed Create: %v", err)
+	}
+	st := f.Server.Snapshot()
+	if len(st.Integrations) != 1 || meta.GetExternalName(cr) != generic.FormatID(st.Integrations[0].ID) {
+		t.Fatalf("integrations %+v, external-name %q: want one, recorded", st.Integrations, meta.GetExternalName(cr))
+	}
+	e.replace = nil
+	if o, err := e.Observe(t.Context(), cr); err != nil || !o.ResourceUpToDate || len(o.ConnectionDetails[SecretKeyKey]) == 0 {
+		t.Errorf("Observe = %+v, %v: want the integration up to date with its key in the Secret", o, err)
+	}
+	if got := rec.Reasons(); !slices.Contains(got, string(reasonOrphanDeleted)) {
+		t.Errorf("events %v, want %s", got, reasonOrphanDeleted)
+	}
+}

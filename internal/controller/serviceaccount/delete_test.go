@@ -1,0 +1,84 @@
+package serviceaccount
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+func TestDeleteRemovesAccount(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	if err := f.reconcile(t, cr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Delete(t.Context(), cr); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if n := len(f.double.Snapshot().ServiceAccounts); n != 0 {
+		t.Errorf("%d accounts after Delete", n)
+	}
+}
+
+func TestDeletingItselfIsNotStuck(t *testing.T) {
+	// The provider config names this account's own Secret: after Delete, the
+	// key it observes with is refused, and that must read as gone.
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	if err := f.reconcile(t, cr); err != nil {
+		t.Fatal(err)
+	}
+	own := terdut.Secret(f.secret(t, "instance-credentials").Data[SecretKeyToken])
+	c, _ := terdut.New(terdut.Options{Endpoint: f.url, Token: own, MaxRetries: -1})
+	f.e.pc, f.e.pcAuthenticated = c, true
+	now := metav1.Now()
+	cr.SetDeletionTimestamp(&now)
+	if _, err := f.e.Delete(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := f.e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
+		t.Errorf("Observe after deleting itself = %+v, %v; want gone", o, err)
+	}
+}
+
+// TestDeleteRetriesCheckpointCleanup: Delete removes the account and then a
+// bootstrap checkpoint left behind (an admin key). When the second step
+// fails, the next reconcile must not read the account's absence as "all
+// gone": the finalizer stays until the checkpoint is gone too.
+func TestDeleteRetriesCheckpointCleanup(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	if err := f.reconcile(t, cr); err != nil {
+		t.Fatal(err)
+	}
+	// An interrupted bootstrap's checkpoint, still there.
+	if err := f.kube.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: checkpointName(cr)}, Data: map[string][]byte{SecretKeyToken: []byte("tdk_left_behind")}}); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	cr.SetDeletionTimestamp(&now)
+	f.fail["delete"] = checkpointName(cr)
+	for i := 0; ; i++ {
+		if i == 5 {
+			t.Fatal("the finalizer never went")
+		}
+		o, err := f.e.Observe(t.Context(), cr)
+		if err != nil {
+			t.Fatalf("reconcile %d: Observe: %v", i, err)
+		}
+		if !o.ResourceExists {
+			break
+		}
+		_, _ = f.e.Delete(t.Context(), cr)
+	}
+	if n := len(f.double.Snapshot().ServiceAccounts); n != 0 {
+		t.Errorf("%d accounts left", n)
+	}
+	if f.secret(t, checkpointName(cr)) != nil {
+		t.Error("the finalizer went while the bootstrap checkpoint (an admin key) was still there")
+	}
+}
