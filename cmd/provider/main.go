@@ -153,6 +153,7 @@ func run(f flags) error {
 		},
 		ManagementPolicies: f.managementPolicies,
 		Namespace:          f.namespace,
+		Indexes:            &generic.Indexes{},
 	}
 	if f.changeLogs {
 		conn, err := grpc.NewClient("unix://"+f.changeLogsSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))

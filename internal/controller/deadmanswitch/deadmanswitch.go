@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -22,6 +23,7 @@ const (
 	errUpdateSwitch  = "cannot update dead man's switch"
 	errDeleteSwitch  = "cannot delete dead man's switch"
 	errSwitchMissing = "dead man's switch %d is gone"
+	msgRecreated     = "dead man's switch %d was gone from terdut-server (deleted outside Kubernetes?); switch %d was created in its place. Whatever refers to the switch by its ID must use the new one."
 	defaultSeverity  = "critical"
 )
 
@@ -45,6 +47,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		External:    New,
 		TeamOf:      teamOf,
 		Credentials: generic.TeamKey(teamOf),
+		Observed:    func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.ID },
 		// Create lists the team's switches and adopts one of the same name
 		// before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,
@@ -57,12 +60,13 @@ func teamOf(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
 
 // New returns a DeadmanSwitch's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] {
-	return &external{api: d.Client, adopter: d.Adopter}
+	return &external{api: d.Client, adopter: d.Adopter, record: d.Record}
 }
 
 type external struct {
 	api     api
 	adopter generic.Adopter
+	record  event.Recorder
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] = (*external)(nil)
@@ -106,7 +110,8 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 		return managed.ExternalCreation{}, err
 	}
 	name := EffectiveName(p)
-	s, _, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.DeadmanSwitch]{
+	old, hadOld, _ := generic.ExternalID(cr)
+	s, adopted, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.DeadmanSwitch]{
 		Kind: "dead man's switch", Name: name,
 		Lookup: func(ctx context.Context) (*terdut.DeadmanSwitch, error) {
 			list, err := e.api.ListDeadmanSwitches(ctx, teamID)
@@ -119,6 +124,11 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	})
 	if err != nil {
 		return managed.ExternalCreation{}, err
+	}
+	if hadOld && !adopted && s.ID != old {
+		// NOTE: the CR wins, so the switch is made again; but its ID
+		// changes, and that must not go unsaid.
+		e.record.Event(cr, event.Warning(generic.ReasonRecreated, errors.Errorf(msgRecreated, old, s.ID)))
 	}
 	generic.SetExternalID(cr, s.ID)
 	return managed.ExternalCreation{}, nil

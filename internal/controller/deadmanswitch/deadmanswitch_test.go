@@ -2,6 +2,7 @@ package deadmanswitch
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
@@ -291,5 +293,37 @@ func TestDelete(t *testing.T) {
 				t.Errorf("\n%s\nDelete(...): gone %v, want %v", tc.reason, gone, tc.gone)
 			}
 		})
+	}
+}
+
+// TestRecreatedAfterGoneSaysSo: a switch deleted on the server behind the
+// provider's back is made again (the CR wins), and a Warning names the old
+// and the new ID.
+func TestRecreatedAfterGoneSaysSo(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	old, err := f.Client.CreateDeadmanSwitch(t.Context(), teamID, terdut.DeadmanSwitch{Name: "prod-watchdog", Matcher: "alertname=Watchdog", Timeout: "15m", Severity: "critical"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := sw(teamID)
+	generic.SetExternalID(cr, old.ID)
+	if err := f.Client.DeleteDeadmanSwitch(t.Context(), teamID, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec}
+	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
+		t.Fatalf("Observe of a deleted switch = %+v, %v; want gone", o, err)
+	}
+	if _, err := e.Create(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	newID := meta.GetExternalName(cr)
+	if newID == generic.FormatID(old.ID) || len(rec.Events) != 1 || rec.Events[0].Type != event.TypeWarning {
+		t.Fatalf("external-name %s (old %d), events %+v: want a new ID and one Warning", newID, old.ID, rec.Events)
+	}
+	if msg := rec.Events[0].Message; !strings.Contains(msg, generic.FormatID(old.ID)) || !strings.Contains(msg, newID) {
+		t.Errorf("Warning %q does not name the old and new IDs", msg)
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -27,7 +26,7 @@ func TestConnectOptionalCredentialsKeepCABundle(t *testing.T) {
 	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}, Spec: cspec("crossplane-system", "not-written-yet")}
 	cpc.Spec.Endpoint = hs.URL
 	cpc.Spec.CABundleSecretRef = &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "crossplane-system", Name: "ca"}, Key: "ca.crt"}
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(cpc,
+	kube := fakeBuilder(t).WithObjects(cpc,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "ca"}, Data: map[string][]byte{"ca.crt": ca}},
 	).Build()
 	sa := &v1alpha1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "bootstrap", UID: "sa"}}

@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -121,7 +121,7 @@ func TestConnect(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(append(objs, tc.extra...)...).Build()
+			kube := fakeBuilder(t).WithObjects(append(objs, tc.extra...)...).Build()
 			cfg, err := ResolveProviderConfig(t.Context(), kube, tc.mg)
 			var got terdut.Options
 			if err == nil {
@@ -138,7 +138,7 @@ func TestConnect(t *testing.T) {
 }
 
 func TestConnectReusesClient(t *testing.T) {
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(
+	kube := fakeBuilder(t).WithObjects(
 		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})},
 		keySecret("crossplane-system", "creds", "tdk_instance"),
 	).Build()
@@ -160,7 +160,7 @@ func TestConnectReusesClient(t *testing.T) {
 func TestPermitted(t *testing.T) {
 	labelled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"terdut.ryuvia.com/allowed": "true"}}}
 	plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}}
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(labelled, plain).Build()
+	kube := fakeBuilder(t).WithObjects(labelled, plain).Build()
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"terdut.ryuvia.com/allowed": "true"}}
 	cpc := func(from string) Config {
 		return Config{Kind: "ClusterProviderConfig", Name: "shared", Consent: &Consent{HomeNamespace: "platform-oncall", Allowed: v1alpha1.AllowedNamespaces{From: from, Selector: sel}}}
@@ -192,7 +192,7 @@ func TestPermitted(t *testing.T) {
 }
 
 func TestConnectRefusedSetsRefNotPermitted(t *testing.T) {
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(
+	kube := fakeBuilder(t).WithObjects(
 		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds")},
 		keySecret("crossplane-system", "creds", "tdk_instance"),
 	).Build()
@@ -214,7 +214,7 @@ func TestConnectRefusedSetsRefNotPermitted(t *testing.T) {
 // TestPermittedSaysWhyASelectorIsInvalid: a selector that does not parse is
 // refused with the parser's reason, not a bare "invalid".
 func TestPermittedSaysWhyASelectorIsInvalid(t *testing.T) {
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	kube := fakeBuilder(t).Build()
 	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near", Values: []string{"x"}}}}
 	cfg := Config{Kind: "ClusterProviderConfig", Name: "shared", Consent: &Consent{HomeNamespace: "platform", Allowed: v1alpha1.AllowedNamespaces{From: "Selector", Selector: bad}}}
 	err := Permitted(t.Context(), kube, cfg, "team-b")
@@ -224,5 +224,44 @@ func TestPermittedSaysWhyASelectorIsInvalid(t *testing.T) {
 	cfg.Consent.Allowed.Selector = nil
 	if err := Permitted(t.Context(), kube, cfg, "team-b"); err == nil || !strings.Contains(err.Error(), "no selector") {
 		t.Errorf("Permitted with from: Selector and no selector: %v, want it said", err)
+	}
+}
+
+// TestDeletingARefusedMR: deleting an MR whose namespace is not (or no
+// longer) admitted may clean up only what it observed while it was admitted.
+// One never admitted, with the hand-set external name of an object nobody
+// manages, must delete nothing: that would be a tenancy escape.
+func TestDeletingARefusedMR(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		observed int64
+		cleansUp bool
+	}{
+		"NeverAdmitted": {reason: "Status never showed object 42: it was never observed while admitted; the finalizer goes, nothing is touched.", observed: 0},
+		"ObservedOther": {reason: "Status shows another object: the external name was changed since; nothing is touched.", observed: 7},
+		"Revoked":       {reason: "Status shows object 42: observed while admitted, consent revoked since; it cleans up.", observed: 42, cleansUp: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			kube := fakeBuilder(t).WithObjects(
+				&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds")},
+				keySecret("crossplane-system", "creds", "tdk_instance"),
+			).Build()
+			c := newTestConnector(kube, teams, "Team", InstanceKey[*v1alpha1.Team]())
+			c.Gates[0] = ConsentGate(kube, "crossplane-system", func(t *v1alpha1.Team) int64 { return t.Status.AtProvider.ID })
+			mg := teamUsing("ClusterProviderConfig", "default")
+			meta.SetExternalName(mg, "42")
+			mg.Status.AtProvider.ID = tc.observed
+			now := metav1.Now()
+			mg.SetDeletionTimestamp(&now)
+			ext, err := c.Connect(t.Context(), mg)
+			if err != nil {
+				t.Fatalf("\n%s\nConnect: %v", tc.reason, err)
+			}
+			_, untouchedClient := ext.(untouched[*v1alpha1.Team])
+			if cleansUp := !untouchedClient && c.got.Client != nil; cleansUp != tc.cleansUp {
+				t.Errorf("\n%s\nConnect built a client that may delete: %v, want %v", tc.reason, cleansUp, tc.cleansUp)
+			}
+		})
 	}
 }

@@ -44,22 +44,45 @@ type Gate[M resource.ModernManaged] func(ctx context.Context, mg M, cfg Config) 
 
 // ConsentGate admits an MR whose namespace its provider config admits
 // (Permitted); the provider's own namespace is the platform's and always
-// admitted.
-func ConsentGate[M resource.ModernManaged](kube client.Reader, providerNamespace string) Gate[M] {
+// admitted. observed is the server ID the MR last observed (nil: none).
+func ConsentGate[M resource.ModernManaged](kube client.Reader, providerNamespace string, observed func(M) int64) Gate[M] {
 	return func(ctx context.Context, mg M, cfg Config) error {
-		// NOTE: consent is checked on every Connect, so narrowing it
-		// revokes at the next reconcile; but not while deleting: a refused
-		// MR must still be able to clean up what it made (seed §4.6).
-		if meta.WasDeleted(mg) || (providerNamespace != "" && mg.GetNamespace() == providerNamespace) {
+		if providerNamespace != "" && mg.GetNamespace() == providerNamespace {
 			return nil
 		}
+		// NOTE: consent is checked on every Connect (and a change of it
+		// re-queues the MRs it concerns), so narrowing it revokes at once.
 		err := Permitted(ctx, kube, cfg, mg.GetNamespace())
-		if IsNotPermitted(err) {
-			mg.SetConditions(Unavailable(ReasonRefNotPermitted, err.Error()))
+		if !IsNotPermitted(err) {
+			return err
+		}
+		// NOTE: a refused MR being deleted may still clean up what it made
+		// or took over while it was admitted (seed §4.6): its status says
+		// it observed the object its external name names. Any other
+		// refused MR (say, one never admitted, with the hand-set external
+		// name of an object nobody manages) deletes nothing.
+		if meta.WasDeleted(mg) && observedWhilePermitted(mg, observed) {
+			return nil
+		}
+		mg.SetConditions(Unavailable(ReasonRefNotPermitted, err.Error()))
+		if meta.WasDeleted(mg) {
+			return leaveAloneError{err}
 		}
 		return err
 	}
 }
+
+// observedWhilePermitted reports whether mg's status shows the object its
+// external name names: Observe ran for it, which only an admitted MR gets to.
+func observedWhilePermitted[M resource.ModernManaged](mg M, observed func(M) int64) bool {
+	id, ok, err := ExternalID(mg)
+	return observed != nil && err == nil && ok && observed(mg) == id
+}
+
+// leaveAloneError refuses an MR that has nothing of its own on the server.
+type leaveAloneError struct{ error }
+
+func (leaveAloneError) leaveAlone() {}
 
 // Permitted returns nil when cfg may serve managed resources in namespace ns:
 // a ProviderConfig its own namespace only (it is only ever looked up there);

@@ -15,9 +15,12 @@ const (
 	// ReasonAdopted: Create found the object on the server by its natural
 	// key (or after a 409) and took it over instead of creating another.
 	ReasonAdopted = "AdoptedExternalResource"
-	// ReasonKeyRotated: a spec change forced a delete and recreate that
-	// changes a key.
+	// ReasonKeyRotated: an integration was made anew (a kind change, or it
+	// was gone from the server), with a new URL and key.
 	ReasonKeyRotated = "KeyRotated"
+	// ReasonRecreated: an object the MR made was gone from the server and
+	// was made again, with a new ID.
+	ReasonRecreated = "ExternalResourceRecreated"
 )
 
 const errExternalName = "external-name %q is not a terdut-server ID: set it to the object's numeric ID or remove it"

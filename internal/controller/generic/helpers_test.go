@@ -1,7 +1,10 @@
 package generic
 
 import (
+	"testing"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -25,7 +28,7 @@ type connectorOption[M resource.ModernManaged] func(*Connector[M])
 // withTeamOf makes M a kind that belongs to a team (ownership gate).
 func withTeamOf[M resource.ModernManaged](teamOf func(M) (int64, bool)) connectorOption[M] {
 	return func(c *Connector[M]) {
-		c.Gates = []Gate[M]{ConsentGate[M](c.Kube, "crossplane-system"), OwnershipGate(c.Owners, teamOf)}
+		c.Gates = []Gate[M]{ConsentGate[M](c.Kube, "crossplane-system", nil), OwnershipGate(c.Owners, teamOf)}
 	}
 }
 
@@ -35,7 +38,7 @@ func newTestConnector[M resource.ModernManaged](kube client.Client, list func() 
 	owners := Owners{Kube: kube, NewList: list, Kind: kind}
 	tc.Connector = &Connector[M]{
 		Kube: kube, Usage: &tracked{}, Servers: tc.servers, Record: event.NewNopRecorder(),
-		Gates:       []Gate[M]{ConsentGate[M](kube, "crossplane-system"), OwnershipGate[M](owners, nil)},
+		Gates:       []Gate[M]{ConsentGate[M](kube, "crossplane-system", nil), OwnershipGate[M](owners, nil)},
 		Credentials: creds,
 		Owners:      owners,
 		External: func(d Deps) managed.TypedExternalClient[M] {
@@ -50,3 +53,14 @@ func newTestConnector[M resource.ModernManaged](kube client.Client, list func() 
 }
 
 func teams() resource.ManagedList { return &v1alpha1.TeamList{} }
+
+// fakeBuilder is a fake client builder with the provider's kinds and the
+// cache indexes Setup registers.
+func fakeBuilder(t *testing.T) *fake.ClientBuilder {
+	t.Helper()
+	b := fake.NewClientBuilder().WithScheme(scheme(t))
+	for _, o := range []client.Object{&v1alpha1.Team{}, &v1alpha1.DeadmanSwitch{}} {
+		b = b.WithIndex(o, IndexExternalName, ExternalNameOf).WithIndex(o, IndexProviderConfig, ProviderConfigOf)
+	}
+	return b
+}

@@ -105,7 +105,8 @@ func precedes(a, b resource.Managed) bool {
 	return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
 }
 
-// Owners finds the managed resources that manage a server object.
+// Owners finds the managed resources that manage a server object, through
+// the cache's external-name index (IndexExternalName).
 type Owners struct {
 	Kube    client.Reader
 	NewList func() resource.ManagedList
@@ -117,7 +118,7 @@ type Owners struct {
 // before mg. Nil when there is none.
 func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName string, firstOnly bool) (resource.Managed, error) {
 	l := o.NewList()
-	if err := o.Kube.List(ctx, l); err != nil {
+	if err := o.Kube.List(ctx, l, client.MatchingFields{IndexExternalName: externalName}); err != nil {
 		return nil, errors.Wrap(err, errListManagers)
 	}
 	for _, other := range l.GetItems() {
@@ -167,7 +168,7 @@ func (o Owners) CheckExternalName(ctx context.Context, mg resource.Managed) erro
 // using the same provider config.
 func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64) error {
 	teams := &v1alpha1.TeamList{}
-	if err := o.Kube.List(ctx, teams, client.InNamespace(mg.GetNamespace())); err != nil {
+	if err := o.Kube.List(ctx, teams, client.InNamespace(mg.GetNamespace()), client.MatchingFields{IndexExternalName: FormatID(teamID)}); err != nil {
 		return errors.Wrap(err, errListManagers)
 	}
 	for i := range teams.Items {

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -30,7 +29,7 @@ func mgTeam(ns, name, uid, externalName, pc string, age time.Duration) *v1alpha1
 
 func owners(t *testing.T, objs ...client.Object) Owners {
 	t.Helper()
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
+	kube := fakeBuilder(t).WithObjects(objs...).Build()
 	return Owners{Kube: kube, NewList: func() resource.ManagedList { return &v1alpha1.TeamList{} }, Kind: "Team"}
 }
 
@@ -127,7 +126,7 @@ func TestConnectLetsANotOwnedMRGoUntouched(t *testing.T) {
 	now := metav1.Now()
 	grab.SetDeletionTimestamp(&now)
 	grab.SetFinalizers([]string{"f"})
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(
+	kube := fakeBuilder(t).WithObjects(
 		first, grab,
 		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})},
 		keySecret("crossplane-system", "creds", "tdk_instance"),

@@ -1,6 +1,8 @@
 package generic
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +35,9 @@ type Options struct {
 
 	// Namespace is the provider's own namespace.
 	Namespace string
+
+	// Indexes registers the cache indexes once per process.
+	Indexes *Indexes
 }
 
 // A Kind describes one managed-resource kind to Setup.
@@ -60,6 +65,9 @@ type Kind[M resource.ModernManaged] struct {
 	TeamOf func(M) (int64, bool)
 	// Credentials choose the key the kind talks to the server with.
 	Credentials Credentials[M]
+	// Observed is the server ID the MR last observed (its status); it says
+	// whether the MR ever saw its object while its namespace was admitted.
+	Observed func(M) int64
 }
 
 // SetupGated sets the kind's controller up once its CRD is established when
@@ -68,11 +76,17 @@ func SetupGated[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]
 	if o.Gate == nil {
 		return Setup(mgr, o, k)
 	}
+	// NOTE: a kind that belongs to a team looks Teams up through their
+	// cache index: it waits for the Team CRD too.
+	depends := []schema.GroupVersionKind{k.GVK}
+	if k.TeamOf != nil {
+		depends = append(depends, v1alpha1.TeamGroupVersionKind)
+	}
 	o.Gate.Register(func() {
 		if err := Setup(mgr, o, k); err != nil {
 			mgr.GetLogger().Error(err, "cannot set up the controller", "gvk", k.GVK.String())
 		}
-	}, k.GVK)
+	}, depends...)
 	return nil
 }
 
@@ -81,18 +95,18 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	name := managed.ControllerName(k.GroupKind)
 	record := NewRecorder(mgr, name)
 
-	owners := Owners{
-		Kube:    mgr.GetClient(),
-		NewList: func() resource.ManagedList { return k.List.DeepCopyObject().(resource.ManagedList) }, //nolint:forcetypeassert // A copy of a ManagedList is one.
-		Kind:    k.GVK.Kind,
+	newList := func() resource.ManagedList { return k.List.DeepCopyObject().(resource.ManagedList) } //nolint:forcetypeassert // A copy of a ManagedList is one.
+	if err := setupIndexes(mgr, o.Indexes, k); err != nil {
+		return err
 	}
+	owners := Owners{Kube: mgr.GetClient(), NewList: newList, Kind: k.GVK.Kind}
 	conn := &Connector[M]{
 		Kube:        mgr.GetClient(),
 		Reader:      mgr.GetAPIReader(),
 		Usage:       resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
 		Servers:     o.Servers,
 		Record:      record,
-		Gates:       []Gate[M]{ConsentGate[M](mgr.GetClient(), o.Namespace), OwnershipGate(owners, k.TeamOf)},
+		Gates:       []Gate[M]{ConsentGate(mgr.GetClient(), o.Namespace, k.Observed), OwnershipGate(owners, k.TeamOf)},
 		Credentials: k.Credentials,
 		Owners:      owners,
 		External:    k.External,
@@ -131,7 +145,24 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	if k.OwnsSecrets {
 		b = b.Owns(&corev1.Secret{})
 	}
+	b = consentWatches(b, mgr.GetClient(), newList)
 	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}
+
+// setupIndexes registers the kind's cache indexes (external name, provider
+// config) and, for a kind that belongs to a team, the Teams' external name.
+func setupIndexes[M resource.ModernManaged](mgr ctrl.Manager, ix *Indexes, k Kind[M]) error {
+	ctx := context.Background()
+	if err := ix.Ensure(ctx, mgr, k.Object, IndexExternalName, ExternalNameOf); err != nil {
+		return err
+	}
+	if err := ix.Ensure(ctx, mgr, k.Object, IndexProviderConfig, ProviderConfigOf); err != nil {
+		return err
+	}
+	if k.TeamOf == nil {
+		return nil
+	}
+	return ix.Ensure(ctx, mgr, &v1alpha1.Team{}, IndexExternalName, ExternalNameOf)
 }
 
 // NewRecorder returns an event recorder for the named controller.

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -27,7 +26,7 @@ func TestTeamKeys(t *testing.T) {
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
 	team, _ := instance.CreateTeam(t.Context(), "Platform")
 	other, _ := instance.CreateTeam(t.Context(), "Other")
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	kube := fakeBuilder(t).Build()
 	k := &TeamKeys{Kube: kube, Namespace: "crossplane-system"}
 	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
@@ -95,7 +94,7 @@ func TestTeamKeysMintOnceWhileCacheLags(t *testing.T) {
 	defer hs.Close()
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
 	team, _ := instance.CreateTeam(t.Context(), "Platform")
-	store := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	store := fakeBuilder(t).Build()
 	// The cache never catches up in this test: every Secret read misses.
 	cache := interceptor.NewClient(store, interceptor.Funcs{
 		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
@@ -145,7 +144,7 @@ func TestConnectGivesChildrenTeamKeysOnly(t *testing.T) {
 	team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
 	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
 	cpc.Spec.Endpoint = hs.URL
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
+	kube := fakeBuilder(t).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
 
 	connect := func(useTeamKey bool, mg *v1alpha1.Team) (Deps, error) {
 		teamOf := func(*v1alpha1.Team) (int64, bool) { return tm.ID, true }
@@ -235,7 +234,7 @@ func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
 			cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
 			cpc.Spec.Endpoint = hs.URL
 			team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
-			kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
+			kube := fakeBuilder(t).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
 			teamOf := func(*v1alpha1.Team) (int64, bool) { return tm.ID, tc.teamKnown }
 			c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), withTeamOf(teamOf))
 			child := mgTeam("team-a", "child", "c", "", "default", 0)
@@ -270,7 +269,7 @@ func TestRevokeTeamKeyForgetsItsClient(t *testing.T) {
 	team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
 	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
 	cpc.Spec.Endpoint = hs.URL
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
+	kube := fakeBuilder(t).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
 	teamOf := func(*v1alpha1.Team) (int64, bool) { return tm.ID, true }
 	c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), withTeamOf(teamOf))
 	if _, err := c.Connect(t.Context(), mgTeam("team-a", "child", "c", "", "default", 0)); err != nil {
@@ -294,7 +293,7 @@ func TestRemintRevokesTheReplacedKey(t *testing.T) {
 	defer hs.Close()
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
 	team, _ := instance.CreateTeam(t.Context(), "Platform")
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	kube := fakeBuilder(t).Build()
 	k := &TeamKeys{Kube: kube, Namespace: "crossplane-system"}
 	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL

@@ -65,6 +65,7 @@ const (
 	errWriteSecretKept   = "cannot write the webhook url and key to the connection Secret %q, nor delete integration %d again: its key is lost"
 	errSecretLost        = "the connection Secret lost the webhook url and key: see the Ready condition"
 	msgSecretLost        = "Secret %q no longer holds the webhook url and key of integration %d, and terdut-server never shows them again. No new key was minted, so nothing that sends to this integration broke. To get a new URL and key, delete and recreate this Integration."
+	msgRecreated         = "integration %d was gone from terdut-server (deleted outside Kubernetes?): integration %d was created in its place, with a NEW webhook URL and key in Secret %q. Senders using the old URL and key fail until they read the new Secret."
 	msgKeyRotated        = "kind changed from %s to %s: integration %d was deleted and %d created in its place, with a NEW webhook URL and key in Secret %q. Senders using the old URL and key fail until they read the new Secret."
 )
 
@@ -88,6 +89,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		External:    New,
 		TeamOf:      teamOf,
 		Credentials: generic.TeamKey(teamOf),
+		Observed:    func(cr *v1alpha1.Integration) int64 { return cr.Status.AtProvider.ID },
 		// Create lists the team's integrations and adopts one of the same
 		// name before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,
@@ -194,6 +196,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
+	gone, hadOld, _ := generic.ExternalID(cr)
 	old := e.replace
 	if old != nil {
 		if err := e.api.DeleteIntegration(ctx, teamID, old.ID); err != nil && !terdut.IsNotFound(err) {
@@ -229,8 +232,13 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	if err := e.keep(ctx, cr, teamID, in); err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	if old != nil {
+	switch {
+	case old != nil:
 		e.record.Event(cr, event.Warning(generic.ReasonKeyRotated, errors.Errorf(msgKeyRotated, old.Kind, in.Kind, old.ID, in.ID, secretName(cr))))
+	case hadOld && gone != in.ID:
+		// NOTE: the CR wins, so the integration is made again; but every
+		// sender holding the old key now fails, and that must be said.
+		e.record.Event(cr, event.Warning(generic.ReasonKeyRotated, errors.Errorf(msgRecreated, gone, in.ID, secretName(cr))))
 	}
 	generic.SetExternalID(cr, in.ID)
 	return managed.ExternalCreation{ConnectionDetails: details(in)}, nil

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -166,5 +168,41 @@ func TestCreateResumesAfterPostWithoutSecret(t *testing.T) {
 	}
 	if got := rec.Reasons(); !slices.Contains(got, string(reasonOrphanDeleted)) {
 		t.Errorf("events %v, want %s", got, reasonOrphanDeleted)
+	}
+}
+
+// TestRecreatedAfterGoneSaysSo: the integration was deleted on the server
+// behind the provider's back. The CR wins: it is made again, with a new URL
+// and key in the Secret; but every sender with the old key now fails, so a
+// Warning KeyRotated names the Secret and the old and new IDs.
+func TestRecreatedAfterGoneSaysSo(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	s := seed(t, f, teamID)
+	k := kube(t, s.secret)
+	cr := integ(teamID, withID(s.id))
+	if err := f.Client.DeleteIntegration(t.Context(), teamID, s.id); err != nil {
+		t.Fatal(err)
+	}
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}}
+	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
+		t.Fatalf("Observe of a deleted integration = %+v, %v; want gone", o, err)
+	}
+	if _, err := e.Create(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	newID := meta.GetExternalName(cr)
+	if len(rec.Events) != 1 || rec.Events[0].Type != event.TypeWarning || rec.Events[0].Reason != generic.ReasonKeyRotated {
+		t.Fatalf("events %+v, want one Warning %s", rec.Events, generic.ReasonKeyRotated)
+	}
+	msg := rec.Events[0].Message
+	for _, want := range []string{generic.FormatID(s.id), newID, secret} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("KeyRotated message %q does not name %q", msg, want)
+		}
+	}
+	if sec := getSecret(t, k); sec.Annotations[AnnotationIntegrationID] != newID || bytes.Equal(sec.Data[SecretKeyKey], s.secret.Data[SecretKeyKey]) {
+		t.Errorf("Secret names integration %q (want %s) with key changed %v", sec.Annotations[AnnotationIntegrationID], newID, !bytes.Equal(sec.Data[SecretKeyKey], s.secret.Data[SecretKeyKey]))
 	}
 }

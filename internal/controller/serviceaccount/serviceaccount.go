@@ -89,6 +89,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		OwnsSecrets:               true,
 		// NOTE: its provider config may name the very Secret it writes.
 		Credentials: generic.BootstrapKey[*v1alpha1.ServiceAccount](),
+		Observed:    func(cr *v1alpha1.ServiceAccount) int64 { return cr.Status.AtProvider.ID },
 		// A team-scoped account's team must be a Team of its namespace: no
 		// tenant may mint a key for another's team.
 		TeamOf: func(cr *v1alpha1.ServiceAccount) (int64, bool) {

@@ -48,6 +48,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		List:                      &v1alpha1.TeamList{},
 		External:                  New,
 		Credentials:               generic.InstanceKey[*v1alpha1.Team](),
+		Observed:                  func(cr *v1alpha1.Team) int64 { return cr.Status.AtProvider.ID },
 		DeterministicExternalName: true,
 	})
 }
