@@ -53,6 +53,8 @@ type flags struct {
 	metricsAddr        string
 	healthAddr         string
 	namespace          string
+	listMaxAge         time.Duration
+	naive              bool
 }
 
 func parse(args []string) (flags, error) {
@@ -70,8 +72,19 @@ func parse(args []string) (flags, error) {
 	fs.StringVar(&f.changeLogsSocket, "changelogs-socket-path", "/var/run/changelogs/changelogs.sock", "The changelogs socket.")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Where the Prometheus metrics are served; 0 turns them off.")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "Where /healthz and /readyz are served; 0 turns them off.")
+	fs.DurationVar(&f.listMaxAge, "list-max-age", -1, "How long one list of a team's switches or integrations (and of the teams and users) serves every MR that asks; 0 asks the server for each MR. Default: half of --poll, so drift is seen within 1.5 polls at most.")
+	fs.BoolVar(&f.naive, "naive", false, "Benchmarks only: no list sharing, and ownership checks that list every MR of a kind (the side-by-side \"before\" of make bench-scale).")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "crossplane-system"), "The provider's own namespace, where it keeps team-scoped keys (env POD_NAMESPACE).")
-	return f, fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if f.listMaxAge < 0 {
+		f.listMaxAge = f.poll / 2
+	}
+	if f.naive {
+		f.listMaxAge = 0
+	}
+	return f, nil
 }
 
 func main() {
@@ -94,7 +107,7 @@ func run(f flags) error {
 		// controller-runtime is very verbose even at info level.
 		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	}
-	log.Info("Starting", "version", version.Version, "poll", f.poll.String(), "max-reconcile-rate", f.maxReconcileRate)
+	log.Info("Starting", "version", version.Version, "poll", f.poll.String(), "max-reconcile-rate", f.maxReconcileRate, "list-max-age", f.listMaxAge.String(), "naive", f.naive)
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -146,11 +159,13 @@ func run(f flags) error {
 			},
 		},
 		Servers: &generic.Servers{
-			Kube:     mgr.GetClient(),
-			Reader:   mgr.GetAPIReader(),
-			Clients:  terdut.NewCache(),
-			TeamKeys: &generic.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace},
+			Kube:       mgr.GetClient(),
+			Reader:     mgr.GetAPIReader(),
+			Clients:    terdut.NewCache(),
+			TeamKeys:   &generic.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace},
+			ListMaxAge: f.listMaxAge,
 		},
+		Naive:              f.naive,
 		ManagementPolicies: f.managementPolicies,
 		Namespace:          f.namespace,
 		Indexes:            &generic.Indexes{},

@@ -32,10 +32,11 @@ func (c *Client) Bootstrap(ctx context.Context, r BootstrapRequest) (*BootstrapR
 	return out, c.do(ctx, http.MethodPost, pathBootstrap, nil, r, out)
 }
 
-// ListUsers returns every user.
+// ListUsers returns every user. Any key may read them, so the answer is
+// shared among every client of the server.
 func (c *Client) ListUsers(ctx context.Context) ([]User, error) {
 	var out []User
-	return out, c.do(ctx, http.MethodGet, pathUsers, nil, nil, &out)
+	return out, c.shared(ctx, c.public, pathUsers, &out)
 }
 
 // CreateServiceAccount creates a service account; a 409 means the name exists.
@@ -81,10 +82,24 @@ func (c *Client) CreateTeam(ctx context.Context, name string) (*Team, error) {
 	return out, c.do(ctx, http.MethodPost, pathTeams, nil, teamName{Name: name}, out)
 }
 
-// GetTeam returns one team.
+// GetTeam returns one team. With shared lists it is found in the list of
+// all teams (one request for every Team of a provider config); a team not
+// in it answers 404, as the server would.
 func (c *Client) GetTeam(ctx context.Context, teamID int64) (*Team, error) {
-	out := &Team{}
-	return out, c.do(ctx, http.MethodGet, teamPath(teamID), nil, nil, out)
+	if c.lists == nil {
+		out := &Team{}
+		return out, c.do(ctx, http.MethodGet, teamPath(teamID), nil, nil, out)
+	}
+	var all []Team
+	if err := c.shared(ctx, c.lists, pathTeams, &all); err != nil {
+		return nil, err
+	}
+	for i := range all {
+		if all[i].ID == teamID {
+			return &all[i], nil
+		}
+	}
+	return nil, &APIError{Method: http.MethodGet, Path: teamPath(teamID), StatusCode: http.StatusNotFound, Message: "not in the list of teams"}
 }
 
 // GetTeamByName returns the named team, or nil when none has that name.
@@ -130,10 +145,11 @@ func (c *Client) PutEscalationPolicy(ctx context.Context, teamID int64, p Escala
 	return c.do(ctx, http.MethodPut, teamPath(teamID, pathEscalation), nil, p, nil)
 }
 
-// ListDeadmanSwitches returns a team's switches.
+// ListDeadmanSwitches returns a team's switches; with shared lists, one
+// answer serves every switch of the team.
 func (c *Client) ListDeadmanSwitches(ctx context.Context, teamID int64) ([]DeadmanSwitch, error) {
 	var out []DeadmanSwitch
-	return out, c.do(ctx, http.MethodGet, teamPath(teamID, pathDeadman), nil, nil, &out)
+	return out, c.shared(ctx, c.lists, teamPath(teamID, pathDeadman), &out)
 }
 
 // CreateDeadmanSwitch creates a switch. The server has no unique names.
@@ -154,10 +170,11 @@ func (c *Client) DeleteDeadmanSwitch(ctx context.Context, teamID, switchID int64
 	return c.do(ctx, http.MethodDelete, teamPath(teamID, pathDeadman, id(switchID)), nil, nil, nil)
 }
 
-// ListIntegrations returns a team's integrations, without URL or key.
+// ListIntegrations returns a team's integrations, without URL or key; with
+// shared lists, one answer serves every integration of the team.
 func (c *Client) ListIntegrations(ctx context.Context, teamID int64) ([]Integration, error) {
 	var out []Integration
-	return out, c.do(ctx, http.MethodGet, teamPath(teamID, pathIntegrations), nil, nil, &out)
+	return out, c.shared(ctx, c.lists, teamPath(teamID, pathIntegrations), &out)
 }
 
 // CreateIntegration creates an integration. Its answer is the only place its

@@ -18,6 +18,14 @@ type Cache struct {
 	entries map[string]cacheEntry
 	newFn   func(Options) (*Client, error)
 	builds  int
+	// servers is what every client of one server shares: its pace, and
+	// the answers any key may read.
+	servers map[string]*server
+}
+
+type server struct {
+	limiter *limiter
+	public  *listCache
 }
 
 type cacheEntry struct {
@@ -27,7 +35,7 @@ type cacheEntry struct {
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache {
-	return &Cache{entries: map[string]cacheEntry{}, newFn: New}
+	return &Cache{entries: map[string]cacheEntry{}, newFn: New, servers: map[string]*server{}}
 }
 
 // digest hashes everything that makes two clients differ. The token is
@@ -59,6 +67,18 @@ func (c *Cache) Get(owner string, o Options) (*Client, error) {
 		return nil, err
 	}
 	c.builds++
+	srv, ok := c.servers[o.Endpoint]
+	if !ok {
+		srv = &server{limiter: newLimiter()}
+		c.servers[o.Endpoint] = srv
+	}
+	cl.limiter = srv.limiter
+	if cl.public != nil {
+		if srv.public == nil {
+			srv.public = newListCache(o.ListMaxAge)
+		}
+		cl.public = srv.public
+	}
 	if old, ok := c.entries[owner]; ok {
 		old.client.http.CloseIdleConnections()
 	}
@@ -86,6 +106,19 @@ func (c *Cache) Builds() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.builds
+}
+
+// Throttled returns how many 429s the servers answered the cache's clients.
+func (c *Cache) Throttled() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, s := range c.servers {
+		s.limiter.mu.Lock()
+		n += s.limiter.throttled
+		s.limiter.mu.Unlock()
+	}
+	return n
 }
 
 // Len returns how many clients are cached.

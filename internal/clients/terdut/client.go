@@ -56,6 +56,10 @@ type Options struct {
 	// 401; the request is then retried once with it. It is how a revoked or
 	// lost team-scoped key is re-minted without looping.
 	Refresh func(ctx context.Context) (Secret, error)
+	// ListMaxAge shares list answers (a team's switches, integrations, the
+	// teams, the users) among callers within this age; zero asks the server
+	// every time.
+	ListMaxAge time.Duration
 }
 
 // A Client talks to one terdut-server with one key. It is safe for concurrent
@@ -68,6 +72,13 @@ type Client struct {
 	http       *http.Client
 	maxRetries int
 	sleep      func(context.Context, time.Duration) error
+	// lists shares this client's list answers; nil when not shared.
+	lists *listCache
+	// public shares the answers any key may read (the users) among every
+	// client of the server; nil when not shared.
+	public *listCache
+	// limiter paces requests to the server; shared by its clients.
+	limiter *limiter
 }
 
 // New returns a Client for the supplied options.
@@ -102,14 +113,19 @@ func New(o Options) (*Client, error) {
 	case retries < 0:
 		retries = 0
 	}
-	return &Client{
+	c := &Client{
 		base:       u,
 		token:      o.Token,
 		refresh:    o.Refresh,
 		http:       &http.Client{Transport: rt, Timeout: timeout},
 		maxRetries: retries,
 		sleep:      sleepCtx,
-	}, nil
+		limiter:    newLimiter(),
+	}
+	if o.ListMaxAge > 0 {
+		c.lists, c.public = newListCache(o.ListMaxAge), newListCache(o.ListMaxAge)
+	}
+	return c, nil
 }
 
 // String describes the client without its key.
@@ -142,11 +158,50 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // 429 is retried after its Retry-After, up to maxRetries times; a 401 is
 // retried once with a refreshed key when the client can refresh.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	data, err := c.call(ctx, method, path, q, in)
+	if err != nil {
+		return err
+	}
+	if method != http.MethodGet {
+		// Our own write: no shared answer may hide it.
+		c.lists.invalidatePath(path)
+		c.public.invalidatePath(path)
+	}
+	return decode(method, path, data, out)
+}
+
+// shared is a GET of path whose answer is shared through l (nil: not
+// shared) and decoded into out.
+func (c *Client) shared(ctx context.Context, l *listCache, path string, out any) error {
+	if l == nil {
+		return c.do(ctx, http.MethodGet, path, nil, nil, out)
+	}
+	data, err := l.get(ctx, path, func(ctx context.Context) ([]byte, error) {
+		return c.call(ctx, http.MethodGet, path, nil, nil)
+	})
+	if err != nil {
+		return err
+	}
+	return decode(http.MethodGet, path, data, out)
+}
+
+func decode(method, path string, data []byte, out any) error {
+	if out == nil || len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("terdut-server: %s %s: cannot decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// call sends one request and returns a 2xx answer's body.
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, in any) ([]byte, error) {
 	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("cannot encode %s %s request: %w", method, path, err)
+			return nil, fmt.Errorf("cannot encode %s %s request: %w", method, path, err)
 		}
 		body = b
 	}
@@ -154,36 +209,38 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	u.Path = c.base.Path + path
 	u.RawQuery = q.Encode()
 
-	refreshed := false
+	refreshed, waited := false, false
 	for attempt := 0; ; attempt++ {
+		// NOTE: a request that just waited out its own 429 does not wait
+		// for the pause that 429 set for everyone else.
+		if err := c.limiter.wait(ctx, waited); err != nil {
+			return nil, fmt.Errorf("terdut-server: %s %s: waiting for the server's rate limit: %w", method, path, err)
+		}
 		rsp, err := c.send(ctx, method, path, u.String(), body)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		c.limiter.observe(rsp.header, rsp.code)
+		waited = false
 		switch {
 		case rsp.code == http.StatusTooManyRequests && attempt < c.maxRetries:
 			if err := c.sleep(ctx, retryAfter(rsp.header.Get("Retry-After"))); err != nil {
-				return fmt.Errorf("terdut-server: %s %s: waiting out 429: %w", method, path, err)
+				return nil, fmt.Errorf("terdut-server: %s %s: waiting out 429: %w", method, path, err)
 			}
+			waited = true
 			continue
 		case rsp.code == http.StatusUnauthorized && c.refresh != nil && !refreshed:
 			refreshed = true
 			if err := c.refreshKey(ctx); err != nil {
 				ae := newAPIError(method, path, rsp.code, rsp.data)
 				ae.Message += " (and no other key to retry with)"
-				return ae
+				return nil, ae
 			}
 			continue
 		case rsp.code >= 400:
-			return newAPIError(method, path, rsp.code, rsp.data)
+			return nil, newAPIError(method, path, rsp.code, rsp.data)
 		}
-		if out == nil || len(bytes.TrimSpace(rsp.data)) == 0 {
-			return nil
-		}
-		if err := json.Unmarshal(rsp.data, out); err != nil {
-			return fmt.Errorf("terdut-server: %s %s: cannot decode answer: %w", method, path, err)
-		}
-		return nil
+		return rsp.data, nil
 	}
 }
 

@@ -215,3 +215,45 @@ func TestRefreshOn401Once(t *testing.T) {
 		t.Errorf("a refresh that does not help = %v after %d refreshes and %d calls; want a 401 after exactly one refresh", err, refreshes, calls.Load())
 	}
 }
+
+func TestParsePolicy(t *testing.T) {
+	cases := map[string]struct {
+		header string
+		want   float64
+		ok     bool
+	}{
+		"PerSecond":   {header: "20;w=1", want: 20, ok: true},
+		"PerMinute":   {header: "600;w=60", want: 10, ok: true},
+		"NoWindow":    {header: "5", want: 5, ok: true},
+		"FirstPolicy": {header: "10;w=1, 100;w=60", want: 10, ok: true},
+		"Missing":     {header: ""},
+		"Junk":        {header: "lots;w=x"},
+		"Zero":        {header: "0;w=1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := parsePolicy(tc.header)
+			if ok != tc.ok || float64(got) != tc.want {
+				t.Errorf("parsePolicy(%q) = %v, %v; want %v, %v", tc.header, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// TestLimiterLearns: a stated limit sets the pace (burst one, so no window
+// sees more than it allows), and a 429 pauses every request until its
+// Retry-After.
+func TestLimiterLearns(t *testing.T) {
+	l := newLimiter()
+	h := http.Header{}
+	h.Set(headerRateLimitPolicy, "20;w=1")
+	h.Set("Retry-After", "3")
+	before := time.Now()
+	l.observe(h, http.StatusTooManyRequests)
+	if l.rate.Limit() != 20 || l.rate.Burst() != 1 {
+		t.Errorf("pace %v burst %d, want 20 a second, burst 1", l.rate.Limit(), l.rate.Burst())
+	}
+	if l.until.Before(before.Add(3*time.Second)) || l.throttled != 1 {
+		t.Errorf("pause until %v (want 3 s from now), throttled %d", l.until.Sub(before), l.throttled)
+	}
+}

@@ -27,6 +27,11 @@ const (
 	pathKeys         = "keys"
 )
 
+// headerRateLimitPolicy states the server's request limit, as the IETF
+// draft's RateLimit-Policy: "20;w=1" is 20 requests a second. [assumed]: a
+// server that sends none is not limited beyond its 429s' Retry-After.
+const headerRateLimitPolicy = "Ratelimit-Policy" // RateLimit-Policy, canonical
+
 // Service-account scopes. [design §6].
 const (
 	ScopeInstance = "instance"

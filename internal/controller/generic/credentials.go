@@ -3,6 +3,7 @@ package generic
 import (
 	"context"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -113,6 +114,9 @@ type Servers struct {
 	Clients *terdut.Cache
 	// TeamKeys keeps the team-scoped keys; nil turns them off.
 	TeamKeys *TeamKeys
+	// ListMaxAge shares list answers among the MRs of a team (and the
+	// teams and users among all) for this long; zero asks every time.
+	ListMaxAge time.Duration
 }
 
 // Conn resolves cfg's endpoint, CA bundle and key for one reconcile. A
@@ -214,6 +218,7 @@ func (c *Conn) RevokeTeamKey(ctx context.Context, teamID int64) error {
 func teamOwner(cfg Config, teamID int64) string { return cfg.ID() + "/team/" + FormatID(teamID) }
 
 func (c *Conn) client(owner string, o terdut.Options) (*terdut.Client, error) {
+	o.ListMaxAge = c.servers.ListMaxAge
 	cl, err := c.servers.Clients.Get(owner, o)
 	return cl, errors.Wrapf(err, errNewClient, c.Config.Kind, c.Config.Name)
 }

@@ -111,6 +111,18 @@ type Owners struct {
 	Kube    client.Reader
 	NewList func() resource.ManagedList
 	Kind    string
+	// Naive lists every MR of the kind instead (benchmarks only: the
+	// side-by-side "before").
+	Naive bool
+}
+
+// byExternalName selects MRs by external name: through the index, or, for
+// the naive benchmark, not at all (the caller filters).
+func (o Owners) byExternalName(en string) []client.ListOption {
+	if o.Naive {
+		return nil
+	}
+	return []client.ListOption{client.MatchingFields{IndexExternalName: en}}
 }
 
 // Other returns another MR of the kind, using mg's provider config, whose
@@ -118,7 +130,7 @@ type Owners struct {
 // before mg. Nil when there is none.
 func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName string, firstOnly bool) (resource.Managed, error) {
 	l := o.NewList()
-	if err := o.Kube.List(ctx, l, client.MatchingFields{IndexExternalName: externalName}); err != nil {
+	if err := o.Kube.List(ctx, l, o.byExternalName(externalName)...); err != nil {
 		return nil, errors.Wrap(err, errListManagers)
 	}
 	for _, other := range l.GetItems() {
@@ -168,7 +180,7 @@ func (o Owners) CheckExternalName(ctx context.Context, mg resource.Managed) erro
 // using the same provider config.
 func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64) error {
 	teams := &v1alpha1.TeamList{}
-	if err := o.Kube.List(ctx, teams, client.InNamespace(mg.GetNamespace()), client.MatchingFields{IndexExternalName: FormatID(teamID)}); err != nil {
+	if err := o.Kube.List(ctx, teams, append(o.byExternalName(FormatID(teamID)), client.InNamespace(mg.GetNamespace()))...); err != nil {
 		return errors.Wrap(err, errListManagers)
 	}
 	for i := range teams.Items {

@@ -38,6 +38,10 @@ type Options struct {
 
 	// Indexes registers the cache indexes once per process.
 	Indexes *Indexes
+
+	// Naive turns the list sharing and the index lookups off (benchmarks
+	// only: the side-by-side "before").
+	Naive bool
 }
 
 // A Kind describes one managed-resource kind to Setup.
@@ -99,7 +103,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	if err := setupIndexes(mgr, o.Indexes, k); err != nil {
 		return err
 	}
-	owners := Owners{Kube: mgr.GetClient(), NewList: newList, Kind: k.GVK.Kind}
+	owners := Owners{Kube: mgr.GetClient(), NewList: newList, Kind: k.GVK.Kind, Naive: o.Naive}
 	conn := &Connector[M]{
 		Kube:        mgr.GetClient(),
 		Reader:      mgr.GetAPIReader(),

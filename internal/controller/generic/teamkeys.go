@@ -58,9 +58,26 @@ type TeamKeys struct {
 
 	mu       sync.Mutex
 	reminted map[string]time.Time
-	// minting lets one key be minted at a time: children of one team
-	// reconciled at once would each mint one otherwise.
-	minting sync.Mutex
+	// minting lets one key per team be minted at a time: children of one
+	// team reconciled at once would each mint one otherwise. Other teams'
+	// keys are minted meanwhile.
+	minting map[string]*sync.Mutex
+}
+
+// lock holds the minting lock of one team's key until the returned func.
+func (k *TeamKeys) lock(name string) func() {
+	k.mu.Lock()
+	if k.minting == nil {
+		k.minting = map[string]*sync.Mutex{}
+	}
+	m, ok := k.minting[name]
+	if !ok {
+		m = &sync.Mutex{}
+		k.minting[name] = m
+	}
+	k.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 // configHash names a provider config and its server in Secret names and
@@ -116,8 +133,7 @@ func token(s *corev1.Secret) terdut.Secret {
 // mintIfMissing mints the team's first key unless, read past the cache,
 // there is one already (written by a reconcile the cache has not seen).
 func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
-	k.minting.Lock()
-	defer k.minting.Unlock()
+	defer k.lock(SecretName(cfg, teamID))()
 	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
 	if tok := token(s); err != nil || tok != "" {
 		return tok, err
@@ -137,8 +153,7 @@ func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Clie
 	}
 	k.reminted[name] = time.Now()
 	k.mu.Unlock()
-	k.minting.Lock()
-	defer k.minting.Unlock()
+	defer k.lock(name)()
 	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
 	if err != nil {
 		return "", err

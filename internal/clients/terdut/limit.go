@@ -1,0 +1,81 @@
+package terdut
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// A limiter keeps the provider's requests to one server at or below what
+// that server asks for. A 429's Retry-After pauses every request to the
+// server until then (not only the one refused), and a stated limit
+// (headerRateLimitPolicy) caps the rate from then on. A server that states
+// nothing is not limited.
+type limiter struct {
+	mu    sync.Mutex
+	rate  *rate.Limiter
+	until time.Time
+	// throttled counts the 429s the server answered.
+	throttled int
+}
+
+func newLimiter() *limiter { return &limiter{rate: rate.NewLimiter(rate.Inf, 1)} }
+
+// wait blocks until a request may be sent: after the server's pause (unless
+// skipPause) and within its stated rate.
+func (l *limiter) wait(ctx context.Context, skipPause bool) error {
+	l.mu.Lock()
+	pause := time.Until(l.until)
+	rl := l.rate
+	l.mu.Unlock()
+	if pause > 0 && !skipPause {
+		if err := sleepCtx(ctx, pause); err != nil {
+			return err
+		}
+	}
+	return rl.Wait(ctx)
+}
+
+// observe learns from an answer: a stated limit, a 429's pause.
+func (l *limiter) observe(h http.Header, code int) {
+	limit, stated := parsePolicy(h.Get(headerRateLimitPolicy))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if stated && l.rate.Limit() != limit {
+		// NOTE: a burst of one spaces requests evenly, so no window of the
+		// server's length sees more than it allows.
+		l.rate.SetLimit(limit)
+		l.rate.SetBurst(1)
+	}
+	if code == http.StatusTooManyRequests {
+		l.throttled++
+		if until := time.Now().Add(retryAfter(h.Get("Retry-After"))); until.After(l.until) {
+			l.until = until
+		}
+	}
+}
+
+// parsePolicy reads "N;w=S" (N requests per S seconds, S defaulting to 1):
+// the first policy of a RateLimit-Policy header.
+func parsePolicy(v string) (rate.Limit, bool) {
+	first, _, _ := strings.Cut(v, ",")
+	parts := strings.Split(strings.TrimSpace(first), ";")
+	n, err := strconv.ParseFloat(strings.TrimSpace(parts[0]), 64)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	window := 1.0
+	for _, p := range parts[1:] {
+		if k, val, ok := strings.Cut(strings.TrimSpace(p), "="); ok && k == "w" {
+			if w, err := strconv.ParseFloat(val, 64); err == nil && w > 0 {
+				window = w
+			}
+		}
+	}
+	return rate.Limit(n / window), true
+}

@@ -1,0 +1,157 @@
+package terdut_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+func sharing(t *testing.T, maxAge time.Duration) (*terdutdouble.Server, *terdut.Client, int64) {
+	t.Helper()
+	d := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_admin", Users: []string{"alice"}})
+	hs := httptest.NewServer(d.Handler())
+	t.Cleanup(hs.Close)
+	c, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_admin", ListMaxAge: maxAge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := c.CreateTeam(t.Context(), "Platform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, c, tm.ID
+}
+
+// TestListsAreShared: the switches of a team are listed once for all the
+// MRs that ask at once or within the max age; the client's own write is
+// seen at once; a change made by someone else is seen once the answer is
+// older than the max age.
+func TestListsAreShared(t *testing.T) {
+	d, c, team := sharing(t, time.Hour)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := c.ListDeadmanSwitches(t.Context(), team); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := d.Count("GET /api/teams/{id}/deadman/switches"); n != 1 {
+		t.Errorf("20 MRs listing one team's switches made %d requests, want 1", n)
+	}
+	if _, err := c.CreateDeadmanSwitch(t.Context(), team, terdut.DeadmanSwitch{Matcher: "a=b", Timeout: "5m"}); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := c.ListDeadmanSwitches(t.Context(), team); len(l) != 1 {
+		t.Errorf("after our own create the shared list holds %d switches, want 1 (a write drops the answers it changes)", len(l))
+	}
+
+	// Someone else's change: seen only once the answer is old enough.
+	other, _ := terdut.New(terdut.Options{Endpoint: c.Endpoint(), Token: "tdk_admin"})
+	if _, err := other.CreateDeadmanSwitch(t.Context(), team, terdut.DeadmanSwitch{Matcher: "c=d", Timeout: "5m"}); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := c.ListDeadmanSwitches(t.Context(), team); len(l) != 1 {
+		t.Errorf("within the max age the answer is shared: %d switches, want the 1 already listed", len(l))
+	}
+}
+
+// TestDriftSeenAfterMaxAge: with a max age shorter than the time between
+// two asks, every ask sees the server as it is.
+func TestDriftSeenAfterMaxAge(t *testing.T) {
+	d, c, team := sharing(t, time.Nanosecond)
+	other, _ := terdut.New(terdut.Options{Endpoint: c.Endpoint(), Token: "tdk_admin"})
+	for i := range 3 {
+		if _, err := other.CreateIntegration(t.Context(), team, "alertmanager", "am-"+string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+		if l, _ := c.ListIntegrations(t.Context(), team); len(l) != i+1 {
+			t.Errorf("after %d integrations made by someone else, the list shows %d", i+1, len(l))
+		}
+	}
+	if n := d.Count("GET /api/teams/{id}/integrations"); n != 3 {
+		t.Errorf("%d list requests, want 3", n)
+	}
+}
+
+// TestTeamsFromOneList: every Team MR of a provider config is observed from
+// one list of the teams; a team not in it is gone (404), as the server says.
+func TestTeamsFromOneList(t *testing.T) {
+	d, c, first := sharing(t, time.Hour)
+	other, _ := terdut.New(terdut.Options{Endpoint: c.Endpoint(), Token: "tdk_admin"})
+	second, _ := other.CreateTeam(t.Context(), "Web")
+	d.ResetCounters()
+	for _, id := range []int64{first, second.ID, first} {
+		if _, err := c.GetTeam(t.Context(), id); err != nil {
+			t.Errorf("GetTeam(%d): %v", id, err)
+		}
+	}
+	if _, err := c.GetTeam(t.Context(), 999); !terdut.IsNotFound(err) {
+		t.Errorf("GetTeam of a team that is not there: %v, want 404", err)
+	}
+	if n := d.Total(); n != 1 {
+		t.Errorf("4 team lookups made %d requests, want 1 (GET /api/teams)", n)
+	}
+}
+
+// TestUsersSharedAmongKeys: the users are the same for every key, so one
+// answer serves every client of the server (every team's policies).
+func TestUsersSharedAmongKeys(t *testing.T) {
+	d := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_admin", Users: []string{"alice"}})
+	hs := httptest.NewServer(d.Handler())
+	defer hs.Close()
+	cache := terdut.NewCache()
+	admin, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_admin"})
+	acct, _ := admin.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: "ci", Scope: terdut.ScopeInstance})
+	key, _ := admin.MintKey(t.Context(), acct.ID)
+	for i, tok := range []terdut.Secret{"tdk_admin", key.Key} {
+		c, err := cache.Get("config/"+string(rune('a'+i)), terdut.Options{Endpoint: hs.URL, Token: tok, ListMaxAge: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ListUsers(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := d.Count("GET /api/users"); n != 1 {
+		t.Errorf("two clients listing users made %d requests, want 1", n)
+	}
+}
+
+// TestLimiterObeysTheServer: a 429 with Retry-After pauses every client of
+// the server, and a stated limit paces them all.
+func TestLimiterObeysTheServer(t *testing.T) {
+	var mu sync.Mutex
+	throttle := 1
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("RateLimit-Policy", "50;w=1")
+		mu.Lock()
+		defer mu.Unlock()
+		if throttle > 0 {
+			throttle--
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		_, _ = w.Write([]byte(`[]`))
+	}))
+	defer hs.Close()
+	cache := terdut.NewCache()
+	a, _ := cache.Get("a", terdut.Options{Endpoint: hs.URL, Token: "tdk_a"})
+	b, _ := cache.Get("b", terdut.Options{Endpoint: hs.URL, Token: "tdk_b"})
+	if _, err := a.ListUsers(t.Context()); err != nil {
+		t.Fatalf("a: %v (want the 429 retried)", err)
+	}
+	if _, err := b.ListUsers(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := cache.Throttled(); n != 1 {
+		t.Errorf("Throttled() = %d, want the one 429", n)
+	}
+}
