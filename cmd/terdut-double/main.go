@@ -36,6 +36,8 @@ func run(args []string) error {
 	fresh := fs.Bool("fresh", false, "Start with no users at all, so only POST /api/bootstrap opens it.")
 	users := fs.String("users", "alice,bob", "Comma-separated usernames to seed as escalation targets.")
 	addrFile := fs.String("addr-file", "", "Write the base URL (http://127.0.0.1:PORT) to this file once serving.")
+	latency := fs.Duration("latency", 0, "Add this to every /api/ answer, as a real server's work and network would.")
+	rps := fs.Int("rate-limit", 0, "Answer 429 (with Retry-After) beyond this many /api/ requests a second, and state the limit in a RateLimit-Policy header; 0 is no limit.")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,7 +49,7 @@ func run(args []string) error {
 		return fmt.Errorf("-listen %s: the test double serves on loopback only", *listen)
 	}
 
-	o := terdutdouble.Options{}
+	o := terdutdouble.Options{Latency: *latency, RateLimit: terdutdouble.RateLimit{RPS: *rps}}
 	if !*fresh {
 		o.AdminKey = *adminKey
 		if o.AdminKey == "" {

@@ -112,6 +112,36 @@ func (s *Server) adminRoutes() {
 		writeJSON(w, http.StatusCreated, s.AddUser(u.Username))
 	})
 	m.HandleFunc("GET /admin/state", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Snapshot()) })
+	m.HandleFunc("GET /admin/bytes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Bytes()) })
+	m.HandleFunc("GET /admin/rate", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Rate()) })
+	m.HandleFunc("PUT /admin/rate-limit", func(w http.ResponseWriter, r *http.Request) {
+		var l RateLimit
+		if readJSON(w, r, &l) {
+			s.SetRateLimit(l)
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	m.HandleFunc("PUT /admin/latency", func(w http.ResponseWriter, r *http.Request) {
+		var d struct {
+			Latency Duration `json:"latency"`
+		}
+		if readJSON(w, r, &d) {
+			s.SetLatency(time.Duration(d.Latency))
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	m.HandleFunc("GET /admin/alerts", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Alerts()) })
+	m.HandleFunc("GET /admin/keys", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Keys()) })
+	// NOTE: the key travels in the body, never in the URL (which a proxy
+	// or access log would keep).
+	m.HandleFunc("POST /admin/verify", func(w http.ResponseWriter, r *http.Request) {
+		var k struct {
+			Key string `json:"key"`
+		}
+		if readJSON(w, r, &k) {
+			writeJSON(w, http.StatusOK, s.Verify(k.Key))
+		}
+	})
 	m.HandleFunc("GET /admin/scopes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.CountsByScope()) })
 	m.HandleFunc("GET /admin/issued", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Issued()) })
 	s.admin = m

@@ -28,6 +28,9 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	s.api.HandleFunc("POST /api/bootstrap", s.bootstrap)
+	// An integration's webhook URL; its key is the integration's, not an
+	// API key (alerts.go).
+	s.api.HandleFunc("POST /api/alerts/{token}", s.ingest)
 
 	s.handle("GET /api/users", anyKey, s.listUsers)
 	s.handle("GET /api/service-accounts", instanceOnly, s.listAccounts)
@@ -68,6 +71,7 @@ func (s *Server) handle(pattern string, a access, h handler) {
 			writeError(w, http.StatusUnauthorized, "unauthorized")
 			return
 		}
+		p.used = true
 		scope := p.scope
 		if scope == "" {
 			scope = "admin"
@@ -198,6 +202,7 @@ func (s *Server) mintKey(w http.ResponseWriter, r *http.Request, _ *principal) {
 		p.teamID = *a.TeamID
 	}
 	s.keys[raw] = p
+	s.minted = append(s.minted, p)
 	writeJSON(w, http.StatusCreated, terdut.APIKey{ID: kid, Key: terdut.Secret(raw), CreatedAt: s.now().UTC()})
 }
 

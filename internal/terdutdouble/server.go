@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,45 +25,10 @@ type Options struct {
 	Users []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-}
-
-// A Fault changes how the double answers matching requests.
-type Fault struct {
-	// Method matches the request method; empty matches any.
-	Method string `json:"method,omitempty"`
-	// Route matches the ServeMux route, e.g. "/api/teams/{id}"; empty
-	// matches any /api/ route.
-	Route string `json:"route,omitempty"`
-	// Status replaces the answer's status (with an error body). Zero keeps
-	// the real answer.
-	Status int `json:"status,omitempty"`
-	// Body replaces the error body of a Status answer, e.g. "[]" with
-	// status 200 for a list that lags behind a create.
-	Body string `json:"body,omitempty"`
-	// Times is how many requests the fault applies to; zero means all.
-	Times int `json:"times,omitempty"`
-	// Delay holds the answer this long (or until the client goes away).
-	Delay Duration `json:"delay,omitempty"`
-	// Commit runs the real handler first, so its state change is kept, and
-	// only then answers with Status: "commit then fail".
-	Commit bool `json:"commit,omitempty"`
-}
-
-// Duration is a time.Duration that reads and writes as a Go duration string.
-type Duration time.Duration
-
-// MarshalJSON writes the duration as a string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON reads a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	*d = Duration(v)
-	return err
+	// Latency is added to every /api/ answer.
+	Latency time.Duration
+	// RateLimit limits /api/ requests (see RateLimit).
+	RateLimit RateLimit
 }
 
 type principal struct {
@@ -73,6 +37,8 @@ type principal struct {
 	accountID int64 // service-account keys
 	scope     string
 	teamID    int64
+	// used says a request authenticated with the key.
+	used bool
 }
 
 type account struct {
@@ -98,9 +64,11 @@ type ownedIntegration struct {
 type Server struct {
 	mu sync.Mutex
 
-	nextID       int64
-	users        map[int64]terdut.User
-	keys         map[string]*principal // raw key -> who
+	nextID int64
+	users  map[int64]terdut.User
+	keys   map[string]*principal // raw key -> who
+	// minted is every service-account key ever minted, revoked or not.
+	minted       []*principal
 	accounts     map[int64]*account
 	teams        map[int64]terdut.Team
 	policies     map[int64]terdut.EscalationPolicy
@@ -110,10 +78,21 @@ type Server struct {
 	issued       []string
 
 	counters       map[string]int
+	bytes          map[string]int
 	byScope        map[string]map[string]int
 	faults         []*Fault
 	notFoundWindow time.Duration
 	now            func() time.Time
+
+	latency   time.Duration
+	rateLimit RateLimit
+	tokens    float64
+	bucketAt  time.Time
+	perSecond map[int64]int
+	rate      RateStats
+
+	// alerts counts what each integration received (alerts.go).
+	alerts map[int64]*AlertCount
 
 	api   *http.ServeMux
 	admin *http.ServeMux
@@ -131,12 +110,17 @@ func New(o Options) *Server {
 		integrations: map[int64]ownedIntegration{},
 		created:      map[int64]time.Time{},
 		counters:     map[string]int{},
+		bytes:        map[string]int{},
 		byScope:      map[string]map[string]int{},
+		perSecond:    map[int64]int{},
+		alerts:       map[int64]*AlertCount{},
 		now:          time.Now,
+		latency:      o.Latency,
 	}
 	if o.Now != nil {
 		s.now = o.Now
 	}
+	s.rateLimit, s.tokens, s.bucketAt = o.RateLimit, float64(o.RateLimit.RPS), s.now()
 	if o.AdminKey != "" {
 		u := s.addUserLocked("admin", "admin@terdut.test")
 		s.keys[o.AdminKey] = &principal{keyID: s.id(), userID: u.ID}
@@ -179,87 +163,6 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	_, pattern := s.api.Handler(r)
-	method, route, _ := strings.Cut(pattern, " ")
-	if route == "" {
-		route, method = method, r.Method
-	}
-	s.mu.Lock()
-	s.counters[r.Method+" "+route]++
-	f := s.takeFaultLocked(method, route)
-	s.mu.Unlock()
-
-	if f == nil {
-		s.api.ServeHTTP(w, r)
-		return
-	}
-	var rec *httptest.ResponseRecorder
-	if f.Commit || f.Status == 0 {
-		rec = httptest.NewRecorder()
-		s.api.ServeHTTP(rec, r)
-	}
-	if f.Delay > 0 {
-		t := time.NewTimer(time.Duration(f.Delay))
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
-	}
-	if f.Status != 0 && f.Body != "" {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(f.Status)
-		_, _ = w.Write([]byte(f.Body))
-		return
-	}
-	if f.Status != 0 {
-		writeError(w, f.Status, "injected fault")
-		return
-	}
-	maps.Copy(w.Header(), rec.Header())
-	w.WriteHeader(rec.Code)
-	_, _ = w.Write(rec.Body.Bytes())
-}
-
-func (s *Server) takeFaultLocked(method, route string) *Fault {
-	for i, f := range s.faults {
-		if f.Method != "" && f.Method != method {
-			continue
-		}
-		if f.Route != "" && f.Route != route {
-			continue
-		}
-		if f.Route == "" && !strings.HasPrefix(route, "/api/") {
-			continue
-		}
-		c := *f
-		if f.Times > 0 {
-			f.Times--
-			if f.Times == 0 {
-				s.faults = slices.Delete(s.faults, i, i+1)
-			}
-		}
-		return &c
-	}
-	return nil
-}
-
-// AddFault installs a fault; faults are tried in the order they were added.
-func (s *Server) AddFault(f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, &f)
-}
-
-// ClearFaults removes every fault.
-func (s *Server) ClearFaults() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = nil
-}
-
 // SetNotFoundAfterCreate makes objects created less than d ago answer 404 on
 // GET and stay out of lists, like an eventually consistent server.
 func (s *Server) SetNotFoundAfterCreate(d time.Duration) {
@@ -298,7 +201,10 @@ func (s *Server) ResetCounters() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counters = map[string]int{}
+	s.bytes = map[string]int{}
 	s.byScope = map[string]map[string]int{}
+	s.perSecond = map[int64]int{}
+	s.rate = RateStats{}
 }
 
 // CountsByScope returns, per "METHOD /route", how many authenticated
