@@ -82,6 +82,10 @@ func observedWhilePermitted[M resource.ModernManaged](mg M, observed func(M) int
 // leaveAloneError refuses an MR that has nothing of its own on the server.
 type leaveAloneError struct{ error }
 
+// Untouchable marks a gate's refusal as one of an MR that has nothing of
+// its own on the server: being deleted, it goes without a request.
+func Untouchable(err error) error { return leaveAloneError{err} }
+
 func (leaveAloneError) leaveAlone() {}
 
 // Permitted returns nil when cfg may serve managed resources in namespace ns:

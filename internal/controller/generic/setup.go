@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -72,6 +73,9 @@ type Kind[M resource.ModernManaged] struct {
 	// Observed is the server ID the MR last observed (its status); it says
 	// whether the MR ever saw its object while its namespace was admitted.
 	Observed func(M) int64
+	// Admit is the kind's own gate, given the provider's namespace; nil
+	// for none.
+	Admit func(providerNamespace string) Gate[M]
 }
 
 // SetupGated sets the kind's controller up once its CRD is established when
@@ -110,7 +114,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		Usage:       resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
 		Servers:     o.Servers,
 		Record:      record,
-		Gates:       []Gate[M]{ConsentGate(mgr.GetClient(), o.Namespace, k.Observed), OwnershipGate(owners, k.TeamOf)},
+		Gates:       gates(mgr.GetClient(), o.Namespace, owners, k),
 		Credentials: k.Credentials,
 		Owners:      owners,
 		External:    k.External,
@@ -151,6 +155,15 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	}
 	b = consentWatches(b, mgr.GetClient(), newList)
 	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}
+
+// gates are the kind's gates, in order: consent, ownership, its own.
+func gates[M resource.ModernManaged](kube client.Reader, providerNamespace string, owners Owners, k Kind[M]) []Gate[M] {
+	g := []Gate[M]{ConsentGate(kube, providerNamespace, k.Observed), OwnershipGate(owners, k.TeamOf)}
+	if k.Admit != nil {
+		g = append(g, k.Admit(providerNamespace))
+	}
+	return g
 }
 
 // setupIndexes registers the kind's cache indexes (external name, provider

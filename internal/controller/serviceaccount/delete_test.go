@@ -6,7 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -80,5 +83,29 @@ func TestDeleteRetriesCheckpointCleanup(t *testing.T) {
 	}
 	if f.secret(t, checkpointName(cr)) != nil {
 		t.Error("the finalizer went while the bootstrap checkpoint (an admin key) was still there")
+	}
+}
+
+// TestInstanceScopeOnlyAtHome: an instance-scoped ServiceAccount outside the
+// provider's namespace is refused (a tenant must never hold a key for the
+// whole server), and being deleted it touches nothing; a team-scoped one is
+// left to the ownership gate.
+func TestInstanceScopeOnlyAtHome(t *testing.T) {
+	gate := instanceScopeAtHome(ns)
+	tenant := sa()
+	tenant.Namespace = "team-a"
+	if err := gate(t.Context(), tenant, generic.Config{}); err == nil || !generic.IsUntouchable(err) {
+		t.Errorf("instance scope in team-a: %v, want refused and untouchable", err)
+	}
+	if r := tenant.GetCondition(xpv2.TypeReady).Reason; r != ReasonInstanceScopeNotPermitted {
+		t.Errorf("Ready reason %q, want %q", r, ReasonInstanceScopeNotPermitted)
+	}
+	if err := gate(t.Context(), sa(), generic.Config{}); err != nil {
+		t.Errorf("instance scope in the provider's namespace: %v", err)
+	}
+	tenant = sa()
+	tenant.Namespace, tenant.Spec.ForProvider.Scope = "team-a", terdut.ScopeTeam
+	if err := gate(t.Context(), tenant, generic.Config{}); err != nil {
+		t.Errorf("team scope in team-a: %v, want it left to the ownership gate", err)
 	}
 }

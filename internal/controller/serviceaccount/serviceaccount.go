@@ -90,6 +90,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		// NOTE: its provider config may name the very Secret it writes.
 		Credentials: generic.BootstrapKey[*v1alpha1.ServiceAccount](),
 		Observed:    func(cr *v1alpha1.ServiceAccount) int64 { return cr.Status.AtProvider.ID },
+		Admit:       instanceScopeAtHome,
 		// A team-scoped account's team must be a Team of its namespace: no
 		// tenant may mint a key for another's team.
 		TeamOf: func(cr *v1alpha1.ServiceAccount) (int64, bool) {
@@ -99,6 +100,26 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 		},
 	})
+}
+
+// ReasonInstanceScopeNotPermitted is the Ready=False reason of an
+// instance-scoped ServiceAccount outside the provider's namespace.
+const ReasonInstanceScopeNotPermitted xpv2.ConditionReason = "InstanceScopeNotPermitted"
+
+const errInstanceScope = "an instance-scoped ServiceAccount may only live in the provider's namespace %q, not %q: its key may manage every team on the server. Use scope team for a team's own key"
+
+// instanceScopeAtHome refuses an instance-scoped account outside the
+// provider's namespace: a tenant must never hold a key for the whole
+// server. A team-scoped account's team is checked by the ownership gate.
+func instanceScopeAtHome(providerNamespace string) generic.Gate[*v1alpha1.ServiceAccount] {
+	return func(_ context.Context, cr *v1alpha1.ServiceAccount, _ generic.Config) error {
+		if cr.Spec.ForProvider.Scope != terdut.ScopeInstance || providerNamespace == "" || cr.GetNamespace() == providerNamespace {
+			return nil
+		}
+		msg := fmt.Sprintf(errInstanceScope, providerNamespace, cr.GetNamespace())
+		cr.SetConditions(generic.Unavailable(ReasonInstanceScopeNotPermitted, msg))
+		return generic.Untouchable(errors.New(msg))
+	}
 }
 
 // New returns a ServiceAccount's external client.
