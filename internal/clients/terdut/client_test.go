@@ -240,9 +240,9 @@ func TestParsePolicy(t *testing.T) {
 	}
 }
 
-// TestLimiterLearns: a stated limit sets the pace (burst one, so no window
-// sees more than it allows), and a 429 pauses every request until its
-// Retry-After.
+// TestLimiterLearns: a stated limit sets the pace (90% of it, burst one, so
+// no window sees more than it allows), and a 429 pauses every request until
+// its Retry-After.
 func TestLimiterLearns(t *testing.T) {
 	l := newLimiter()
 	h := http.Header{}
@@ -250,8 +250,8 @@ func TestLimiterLearns(t *testing.T) {
 	h.Set("Retry-After", "3")
 	before := time.Now()
 	l.observe(h, http.StatusTooManyRequests)
-	if l.rate.Limit() != 20 || l.rate.Burst() != 1 {
-		t.Errorf("pace %v burst %d, want 20 a second, burst 1", l.rate.Limit(), l.rate.Burst())
+	if l.rate.Limit() != 18 || l.rate.Burst() != 1 {
+		t.Errorf("pace %v burst %d, want 18 a second (90%% of 20), burst 1", l.rate.Limit(), l.rate.Burst())
 	}
 	if l.until.Before(before.Add(3*time.Second)) || l.throttled != 1 {
 		t.Errorf("pause until %v (want 3 s from now), throttled %d", l.until.Sub(before), l.throttled)

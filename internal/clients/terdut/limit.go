@@ -24,6 +24,9 @@ type limiter struct {
 	throttled int
 }
 
+// paceShare is the share of a stated limit the provider uses.
+const paceShare = 0.9
+
 func newLimiter() *limiter { return &limiter{rate: rate.NewLimiter(rate.Inf, 1)} }
 
 // wait blocks until a request may be sent: after the server's pause (unless
@@ -44,11 +47,13 @@ func (l *limiter) wait(ctx context.Context, skipPause bool) error {
 // observe learns from an answer: a stated limit, a 429's pause.
 func (l *limiter) observe(h http.Header, code int) {
 	limit, stated := parsePolicy(h.Get(headerRateLimitPolicy))
+	// NOTE: paced at 90% of what the server states, and with a burst of
+	// one (evenly spaced): requests bunched by the network on their way
+	// still arrive within the limit in every window of the server's.
+	limit *= paceShare
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if stated && l.rate.Limit() != limit {
-		// NOTE: a burst of one spaces requests evenly, so no window of the
-		// server's length sees more than it allows.
 		l.rate.SetLimit(limit)
 		l.rate.SetBurst(1)
 	}
