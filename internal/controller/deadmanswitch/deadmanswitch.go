@@ -47,7 +47,10 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		External:    New,
 		TeamOf:      teamOf,
 		Credentials: generic.TeamKey(teamOf),
-		Observed:    func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.ID },
+		TeamRefs: func(cr *v1alpha1.DeadmanSwitch) []string {
+			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
+		},
+		Observed: func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.ID },
 		// Create lists the team's switches and adopts one of the same name
 		// before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,

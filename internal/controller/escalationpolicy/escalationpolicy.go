@@ -56,6 +56,9 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		External:    New,
 		TeamOf:      teamOf,
 		Credentials: generic.TeamKey(teamOf),
+		TeamRefs: func(cr *v1alpha1.EscalationPolicy) []string {
+			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
+		},
 		// Its external name is its team's ID.
 		Observed: func(cr *v1alpha1.EscalationPolicy) int64 { return cr.Status.AtProvider.TeamID },
 		// The external name is the team ID: a retried Create PUTs the same

@@ -76,6 +76,9 @@ type Kind[M resource.ModernManaged] struct {
 	// Admit is the kind's own gate, given the provider's namespace; nil
 	// for none.
 	Admit func(providerNamespace string) Gate[M]
+	// TeamRefs are a child's IndexTeamRef values (see TeamRefKeys); nil
+	// for kinds that belong to no team.
+	TeamRefs func(M) []string
 }
 
 // SetupGated sets the kind's controller up once its CRD is established when
@@ -154,6 +157,9 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		b = b.Owns(&corev1.Secret{})
 	}
 	b = consentWatches(b, mgr.GetClient(), newList)
+	if k.TeamRefs != nil {
+		b = teamWatch(b, mgr.GetClient(), newList)
+	}
 	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }
 
@@ -175,6 +181,17 @@ func setupIndexes[M resource.ModernManaged](mgr ctrl.Manager, ix *Indexes, k Kin
 	}
 	if err := ix.Ensure(ctx, mgr, k.Object, IndexProviderConfig, ProviderConfigOf); err != nil {
 		return err
+	}
+	if k.TeamRefs != nil {
+		refs := func(o client.Object) []string {
+			if mg, ok := o.(M); ok {
+				return k.TeamRefs(mg)
+			}
+			return nil
+		}
+		if err := ix.Ensure(ctx, mgr, k.Object, IndexTeamRef, refs); err != nil {
+			return err
+		}
 	}
 	if k.TeamOf == nil {
 		return nil

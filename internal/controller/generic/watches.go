@@ -19,6 +19,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 )
@@ -32,7 +33,44 @@ const (
 	// IndexProviderConfig indexes MRs by "Kind/name" of their provider
 	// config.
 	IndexProviderConfig = "terdut.ryuvia.com/provider-config"
+	// IndexTeamRef indexes a team's children by the team they name:
+	// "ref:NAME" for a teamIdRef, "id:ID" for a teamId.
+	IndexTeamRef = "terdut.ryuvia.com/team-ref"
 )
+
+// TeamRefKeys are a child's IndexTeamRef values.
+func TeamRefKeys(ref *xpv2.Reference, id *int64) []string {
+	var out []string
+	if ref != nil && ref.Name != "" {
+		out = append(out, "ref:"+ref.Name)
+	}
+	if id != nil {
+		out = append(out, "id:"+FormatID(*id))
+	}
+	return out
+}
+
+// teamWatch re-queues a team's children when the Team gets its ID or turns
+// Ready: a child waiting for its team reference is reconciled at once,
+// rather than after its exponential backoff.
+func teamWatch(b *builder.Builder, kube client.Reader, newList func() resource.ManagedList) *builder.Builder {
+	changed := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*v1alpha1.Team)
+			n, ok2 := e.ObjectNew.(*v1alpha1.Team)
+			return ok1 && ok2 && (meta.GetExternalName(o) != meta.GetExternalName(n) ||
+				o.GetCondition(xpv2.TypeReady).Status != n.GetCondition(xpv2.TypeReady).Status)
+		},
+	}
+	children := func(ctx context.Context, team client.Object) []reconcile.Request {
+		out := requests(ctx, kube, newList(), client.InNamespace(team.GetNamespace()), client.MatchingFields{IndexTeamRef: "ref:" + team.GetName()})
+		if en := meta.GetExternalName(team); en != "" {
+			out = append(out, requests(ctx, kube, newList(), client.InNamespace(team.GetNamespace()), client.MatchingFields{IndexTeamRef: "id:" + en})...)
+		}
+		return out
+	}
+	return b.Watches(&v1alpha1.Team{}, handler.EnqueueRequestsFromMapFunc(children), builder.WithPredicates(changed))
+}
 
 const errIndex = "cannot index %s by %s"
 

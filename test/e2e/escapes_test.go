@@ -1,0 +1,356 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+)
+
+// TestTenancyEscapes: ten ways a tenant might reach what is not theirs.
+// Each must fail to do harm, with the reason the tenant sees.
+func TestTenancyEscapes(t *testing.T) {
+	scenariof(t, "ten tenancy escapes, each must fail to do harm")
+	namespace(t, "esc-a", nil)
+	namespace(t, "esc-b", nil)
+	namespace(t, "esc-x", map[string]string{})
+	apply(t, `apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Team
+metadata: {name: alpha, namespace: esc-a}
+spec:
+  forProvider: {displayName: "Escape Alpha"}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: DeadmanSwitch
+metadata: {name: alpha-watchdog, namespace: esc-a}
+spec:
+  forProvider: {teamIdRef: {name: alpha}, name: watchdog, matcher: alertname=Watchdog, timeout: 15m}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Integration
+metadata: {name: alpha-am, namespace: esc-a}
+spec:
+  forProvider: {teamIdRef: {name: alpha}, name: am}
+  writeConnectionSecretToRef: {name: alpha-am-webhook}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Team
+metadata: {name: beta, namespace: esc-b}
+spec:
+  forProvider: {displayName: "Escape Beta"}
+`)
+	alpha := &v1alpha1.Team{ObjectMeta: om("esc-a", "alpha")}
+	alphaSwitch := &v1alpha1.DeadmanSwitch{ObjectMeta: om("esc-a", "alpha-watchdog")}
+	alphaIn := &v1alpha1.Integration{ObjectMeta: om("esc-a", "alpha-am")}
+	beta := &v1alpha1.Team{ObjectMeta: om("esc-b", "beta")}
+	alphaID, betaID := externalID(t, ready(t, alpha)), externalID(t, ready(t, beta))
+	switchID, inID := externalID(t, ready(t, alphaSwitch)), externalID(t, ready(t, alphaIn))
+	alphaKey := webhookKeyAccepted(t, alphaIn)
+
+	tried, succeeded := 0, 0
+	escape := func(what string, try func() (refusal, harm string)) {
+		t.Helper()
+		tried++
+		refusal, harm := try()
+		if harm != "" {
+			succeeded++
+			t.Errorf("escape %d (%s) succeeded: %s", tried, what, harm)
+			return
+		}
+		fmt.Printf("    escape %d, %s: refused: %s\n", tried, what, firstLine(refusal))
+	}
+	refusedWith := func(mg client.Object, reason xpv2.ConditionReason) string {
+		t.Helper()
+		m := mg.(interface {
+			client.Object
+			GetCondition(ct xpv2.ConditionType) xpv2.Condition
+		})
+		eventually(t, 60*time.Second, mg.GetName()+" refused with "+string(reason), func() string {
+			if err := env.kube.Get(t.Context(), client.ObjectKeyFromObject(mg), mg); err != nil {
+				return err.Error()
+			}
+			if c := m.GetCondition(xpv2.TypeReady); c.Reason != reason {
+				return fmt.Sprintf("Ready %s %s: %s", c.Status, c.Reason, c.Message)
+			}
+			return ""
+		})
+		c := m.GetCondition(xpv2.TypeReady)
+		return string(c.Reason) + ": " + c.Message
+	}
+	serverTeam := func(id int64) *terdut.Team {
+		tm, err := env.admin.GetTeam(t.Context(), id)
+		if err != nil {
+			t.Fatalf("team %d on the server: %v", id, err)
+		}
+		return tm
+	}
+
+	escape("a raw teamId of another tenant's team", func() (string, string) {
+		apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: EscalationPolicy
+metadata: {name: grab, namespace: esc-b}
+spec:
+  forProvider: {teamId: %d, levels: [{timeout: 1m, targets: [{kind: oncall}]}]}
+`, alphaID))
+		why := refusedWith(&v1alpha1.EscalationPolicy{ObjectMeta: om("esc-b", "grab")}, "TeamNotInNamespace")
+		if p, err := env.admin.GetEscalationPolicy(t.Context(), alphaID); err != nil || !p.IsEmpty() {
+			return why, fmt.Sprintf("alpha's policy is %+v (%v)", p, err)
+		}
+		return why, ""
+	})
+
+	escape("external names set to another tenant's team, switch and integration IDs", func() (string, string) {
+		apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Team
+metadata: {name: hijack, namespace: esc-b, annotations: {crossplane.io/external-name: "%d"}}
+spec:
+  forProvider: {displayName: "Hijacked"}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: DeadmanSwitch
+metadata: {name: hijack, namespace: esc-b, annotations: {crossplane.io/external-name: "%d"}}
+spec:
+  forProvider: {teamIdRef: {name: beta}, name: hijacked, matcher: a=b, timeout: 1m}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Integration
+metadata: {name: hijack, namespace: esc-b, annotations: {crossplane.io/external-name: "%d"}}
+spec:
+  forProvider: {teamIdRef: {name: beta}, kind: grafana, name: hijacked}
+  writeConnectionSecretToRef: {name: hijack-webhook}
+`, alphaID, switchID, inID))
+		why := refusedWith(&v1alpha1.Team{ObjectMeta: om("esc-b", "hijack")}, "ResourceNotOwned")
+		refusedWith(&v1alpha1.DeadmanSwitch{ObjectMeta: om("esc-b", "hijack")}, "ResourceNotOwned")
+		refusedWith(&v1alpha1.Integration{ObjectMeta: om("esc-b", "hijack")}, "ResourceNotOwned")
+		if tm := serverTeam(alphaID); tm.Name != "Escape Alpha" {
+			return why, "alpha's team was renamed to " + tm.Name
+		}
+		for _, sw := range state(t).Switches {
+			if sw.ID == switchID && sw.Name != "watchdog" {
+				return why, "alpha's switch was changed"
+			}
+		}
+		if !webhookKeyAccepted(t, alphaIn) || !alphaKey {
+			return why, "alpha's integration key no longer works"
+		}
+		return why, ""
+	})
+
+	escape("an MR in a namespace the ClusterProviderConfig does not admit", func() (string, string) {
+		apply(t, teamYAML("esc-x", "sneak", "Escape X"))
+		why := refusedWith(&v1alpha1.Team{ObjectMeta: om("esc-x", "sneak")}, "RefNotPermitted")
+		if _, err := env.admin.GetTeamByName(t.Context(), "Escape X"); err == nil {
+			if tm, _ := env.admin.GetTeamByName(t.Context(), "Escape X"); tm != nil {
+				return why, fmt.Sprintf("team %d was created", tm.ID)
+			}
+		}
+		return why, ""
+	})
+
+	escape("deleting an MR of an unadmitted namespace with the hand-set external name of an object no MR manages", func() (string, string) {
+		loose, err := env.admin.CreateTeam(t.Context(), "Nobody's")
+		if err != nil {
+			t.Fatal(err)
+		}
+		apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Team
+metadata: {name: wipe, namespace: esc-x, annotations: {crossplane.io/external-name: "%d"}}
+spec:
+  forProvider: {displayName: "Nobody's"}
+`, loose.ID))
+		cr := &v1alpha1.Team{ObjectMeta: om("esc-x", "wipe")}
+		why := refusedWith(cr, "RefNotPermitted")
+		deleteAndWait(t, cr)
+		if _, err := env.admin.GetTeam(t.Context(), loose.ID); err != nil {
+			return why, fmt.Sprintf("deleting the MR deleted team %d: %v", loose.ID, err)
+		}
+		return why + "; deleting it left team " + fmt.Sprint(loose.ID) + " alone", ""
+	})
+
+	escape("consent revoked while the MRs are being created", func() (string, string) {
+		namespace(t, "esc-c", nil)
+		f := fleet{ns: "esc-c", teams: 2, pc: "default"}
+		apply(t, f.yaml())
+		time.Sleep(time.Second)
+		setLabel(t, "esc-c", "terdut.ryuvia.com/allowed-server", "")
+		revoked := time.Now()
+		why := refusedWith(&v1alpha1.Team{ObjectMeta: om("esc-c", "t0")}, "RefNotPermitted")
+		waitFor(30*time.Second, func() bool {
+			left, _ := notRefused(t, "esc-c")
+			return len(left) == 0
+		})
+		before := len(state(t).Teams) + len(state(t).Switches) + len(state(t).Integrations)
+		time.Sleep(10 * time.Second)
+		after := len(state(t).Teams) + len(state(t).Switches) + len(state(t).Integrations)
+		if left, _ := notRefused(t, "esc-c"); len(left) > 0 {
+			return why, fmt.Sprintf("%d MRs still not refused %s after revocation: %v", len(left), time.Since(revoked).Round(time.Second), left)
+		}
+		if after != before {
+			return why, fmt.Sprintf("%d server objects were made after revocation", after-before)
+		}
+		return why, ""
+	})
+
+	escape("a namespaced ProviderConfig of another namespace", func() (string, string) {
+		apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: own-key, namespace: esc-a}
+stringData: {token: %s}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ProviderConfig
+metadata: {name: own, namespace: esc-a}
+spec:
+  endpoint: %s
+  credentials: {source: Secret, secretRef: {name: own-key, key: token}}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Team
+metadata: {name: borrow, namespace: esc-b}
+spec:
+  providerConfigRef: {kind: ProviderConfig, name: own}
+  forProvider: {displayName: "Borrowed"}
+`, env.stack.Double.AdminKey.Reveal(), env.doubleURL))
+		cr := &v1alpha1.Team{ObjectMeta: om("esc-b", "borrow")}
+		condition(t, cr, xpv2.TypeSynced, corev1.ConditionFalse, "")
+		why := cr.GetCondition(xpv2.TypeSynced).Message
+		if !strings.Contains(why, `ProviderConfig "esc-b/own"`) {
+			return why, "refused for another reason"
+		}
+		if tm, _ := env.admin.GetTeamByName(t.Context(), "Borrowed"); tm != nil {
+			return why, fmt.Sprintf("team %d was created", tm.ID)
+		}
+		return why, ""
+	})
+
+	escape("a connection Secret name taken by a Secret the MR does not own", func() (string, string) {
+		taken := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "esc-b", Name: "taken"}, Data: map[string][]byte{"key": []byte("someone else's")}}
+		if err := env.kube.Create(t.Context(), taken); err != nil {
+			t.Fatal(err)
+		}
+		apply(t, `apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Integration
+metadata: {name: squat, namespace: esc-b}
+spec:
+  forProvider: {teamIdRef: {name: beta}, name: squat}
+  writeConnectionSecretToRef: {name: taken}
+`)
+		cr := &v1alpha1.Integration{ObjectMeta: om("esc-b", "squat")}
+		condition(t, cr, xpv2.TypeSynced, corev1.ConditionFalse, "")
+		why := cr.GetCondition(xpv2.TypeSynced).Message
+		_ = env.kube.Get(t.Context(), types.NamespacedName{Namespace: "esc-b", Name: "taken"}, taken)
+		if string(taken.Data["key"]) != "someone else's" {
+			return why, "the Secret was overwritten"
+		}
+		for _, in := range state(t).Integrations {
+			if in.TeamID == betaID && in.Name == "squat" {
+				return why, fmt.Sprintf("integration %d was created with a key nobody holds", in.ID)
+			}
+		}
+		return why, ""
+	})
+
+	escape("a second Team with the same display name in another namespace", func() (string, string) {
+		apply(t, teamYAML("esc-b", "alpha-too", "Escape Alpha"))
+		why := refusedWith(&v1alpha1.Team{ObjectMeta: om("esc-b", "alpha-too")}, "ResourceNotOwned")
+		if tm := serverTeam(alphaID); tm.Name != "Escape Alpha" {
+			return why, "alpha's team was changed"
+		}
+		return why, ""
+	})
+
+	escape("an instance-scoped ServiceAccount outside the provider's namespace", func() (string, string) {
+		apply(t, `apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ServiceAccount
+metadata: {name: steal, namespace: esc-b}
+spec:
+  writeConnectionSecretToRef: {name: stolen}
+  forProvider: {name: esc-steal, scope: instance}
+`)
+		why := refusedWith(&v1alpha1.ServiceAccount{ObjectMeta: om("esc-b", "steal")}, "InstanceScopeNotPermitted")
+		if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: "esc-b", Name: "stolen"}, &corev1.Secret{}); err == nil {
+			return why, "an instance key was written to esc-b"
+		}
+		if sa, _ := env.admin.GetServiceAccountByName(t.Context(), "esc-steal"); sa != nil {
+			return why, fmt.Sprintf("service account %d was created", sa.ID)
+		}
+		return why, ""
+	})
+
+	escape("a team-scoped key used against another team's objects", func() (string, string) {
+		secrets := &corev1.SecretList{}
+		if err := env.kube.List(t.Context(), secrets, client.InNamespace("crossplane-system"), client.MatchingLabels{"terdut.ryuvia.com/team-id": fmt.Sprint(alphaID)}); err != nil || len(secrets.Items) == 0 {
+			t.Fatalf("alpha's team key Secret: %v", err)
+		}
+		c, err := terdut.New(terdut.Options{Endpoint: env.doubleURL, Token: terdut.Secret(secrets.Items[0].Data["token"]), MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lerr := c.ListIntegrations(t.Context(), betaID)
+		_, cerr := c.CreateDeadmanSwitch(t.Context(), betaID, terdut.DeadmanSwitch{Matcher: "a=b", Timeout: "1m"})
+		why := fmt.Sprintf("listing beta's integrations: %v; creating a switch in beta: %v", lerr, cerr)
+		if !terdut.IsForbidden(lerr) || !terdut.IsForbidden(cerr) {
+			return why, "alpha's key reached beta's team"
+		}
+		return why, ""
+	})
+
+	fmt.Printf("    %d escapes tried, %d succeeded\n", tried, succeeded)
+	for _, ns := range []string{"esc-b", "esc-c", "esc-x", "esc-a"} {
+		if _, err := kubectlOut(nil, "-n", ns, "delete", "team,escalationpolicy,deadmanswitch,integration,serviceaccount,providerconfig", "--all", "--wait=false"); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, ns := range []string{"esc-b", "esc-c", "esc-x", "esc-a"} {
+		if left := waitGone(t, ns, 90*time.Second); len(left) > 0 {
+			t.Errorf("left in %s: %v", ns, left)
+		}
+	}
+}
+
+// setLabel sets (or, with an empty value, removes) a Namespace's label.
+func setLabel(t *testing.T, ns, key, value string) {
+	t.Helper()
+	n := &corev1.Namespace{}
+	must(t, env.kube.Get(t.Context(), types.NamespacedName{Name: ns}, n), "get namespace "+ns)
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	if value == "" {
+		delete(n.Labels, key)
+	} else {
+		n.Labels[key] = value
+	}
+	must(t, env.kube.Update(t.Context(), n), "label namespace "+ns)
+}
+
+// notRefused lists the MRs of ns that made or took a server object and are
+// not (yet) refused with RefNotPermitted. (The others never got that far:
+// their team reference or their consent stopped them.)
+func notRefused(t *testing.T, ns string) ([]string, error) {
+	t.Helper()
+	mrs, err := mrsIn(t.Context(), ns)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, mg := range mrs {
+		if meta.GetExternalName(mg) != "" && mg.GetCondition(xpv2.TypeReady).Reason != "RefNotPermitted" {
+			out = append(out, name(mg))
+		}
+	}
+	return out, nil
+}
