@@ -215,7 +215,7 @@ kind: ProviderConfig
 metadata: {name: own, namespace: esc-a}
 spec:
   endpoint: %s
-  credentials: {source: Secret, secretRef: {name: own-key, key: token}}
+  credentials: {source: Secret, secretRef: {namespace: esc-a, name: own-key, key: token}}
 ---
 apiVersion: terdut.ryuvia.com/v1alpha1
 kind: Team

@@ -118,13 +118,16 @@ func externalID(t *testing.T, mg resource.Managed) int64 {
 	return id
 }
 
-// deleteAndWait deletes mg and waits until it is gone (its finalizer removed).
+// deleteAndWait deletes mg and waits until it is gone (its finalizer
+// removed). NOTE: up to 90 s: an MR that failed many reconciles in a row
+// (one refused by consent, say) has its confirming reconcile delayed by
+// crossplane-runtime's per-item backoff, up to 60 s.
 func deleteAndWait(t *testing.T, mg client.Object) {
 	t.Helper()
 	if err := env.kube.Delete(t.Context(), mg); err != nil && !kerrors.IsNotFound(err) {
 		t.Fatalf("delete %s: %v", mg.GetName(), err)
 	}
-	eventually(t, 60*time.Second, mg.GetName()+" gone", func() string {
+	eventually(t, 90*time.Second, mg.GetName()+" gone", func() string {
 		err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}, mg)
 		if kerrors.IsNotFound(err) {
 			return ""
