@@ -106,6 +106,7 @@ spec:
   forProvider: {teamId: %d, levels: [{timeout: 1m, targets: [{kind: oncall}]}]}
 `, alphaID))
 		why := refusedWith(&v1alpha1.EscalationPolicy{ObjectMeta: om("esc-b", "grab")}, "TeamNotInNamespace")
+		time.Sleep(8 * time.Second) // two polls: a later reconcile must not slip through either
 		if p, err := env.admin.GetEscalationPolicy(t.Context(), alphaID); err != nil || !p.IsEmpty() {
 			return why, fmt.Sprintf("alpha's policy is %+v (%v)", p, err)
 		}
@@ -135,6 +136,19 @@ spec:
 		why := refusedWith(&v1alpha1.Team{ObjectMeta: om("esc-b", "hijack")}, "ResourceNotOwned")
 		refusedWith(&v1alpha1.DeadmanSwitch{ObjectMeta: om("esc-b", "hijack")}, "ResourceNotOwned")
 		refusedWith(&v1alpha1.Integration{ObjectMeta: om("esc-b", "hijack")}, "ResourceNotOwned")
+		// The refused Team of esc-b now claims alpha's ID: a child naming
+		// that ID must still be refused (it once was not).
+		apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: EscalationPolicy
+metadata: {name: behind-hijack, namespace: esc-b}
+spec:
+  forProvider: {teamId: %d, levels: [{timeout: 1m, targets: [{kind: oncall}]}]}
+`, alphaID))
+		refusedWith(&v1alpha1.EscalationPolicy{ObjectMeta: om("esc-b", "behind-hijack")}, "TeamNotInNamespace")
+		time.Sleep(8 * time.Second)
+		if p, err := env.admin.GetEscalationPolicy(t.Context(), alphaID); err != nil || !p.IsEmpty() {
+			return why, fmt.Sprintf("a policy behind the hijacking Team wrote alpha's policy: %+v (%v)", p, err)
+		}
 		if tm := serverTeam(alphaID); tm.Name != "Escape Alpha" {
 			return why, "alpha's team was renamed to " + tm.Name
 		}
@@ -265,7 +279,20 @@ spec:
 
 	escape("a second Team with the same display name in another namespace", func() (string, string) {
 		apply(t, teamYAML("esc-b", "alpha-too", "Escape Alpha"))
-		why := refusedWith(&v1alpha1.Team{ObjectMeta: om("esc-b", "alpha-too")}, "ResourceNotOwned")
+		// NOTE: refused at Create (adoption), where the runtime marks
+		// Ready Creating: the refusal is Synced's message.
+		cr := &v1alpha1.Team{ObjectMeta: om("esc-b", "alpha-too")}
+		eventually(t, 60*time.Second, "alpha-too refused", func() string {
+			_ = env.kube.Get(t.Context(), client.ObjectKeyFromObject(cr), cr)
+			if c := cr.GetCondition(xpv2.TypeSynced); !strings.Contains(c.Message, "is already managed by Team esc-a/alpha") {
+				return c.Message
+			}
+			return ""
+		})
+		why := cr.GetCondition(xpv2.TypeSynced).Message
+		if meta.GetExternalName(cr) != "" {
+			return why, "it took team " + meta.GetExternalName(cr)
+		}
 		if tm := serverTeam(alphaID); tm.Name != "Escape Alpha" {
 			return why, "alpha's team was changed"
 		}

@@ -114,6 +114,25 @@ type Owners struct {
 	// Naive lists every MR of the kind instead (benchmarks only: the
 	// side-by-side "before").
 	Naive bool
+	// Observed is the server ID an MR of the kind last observed (its
+	// status, which tenants cannot write); nil when unknown.
+	Observed func(resource.Managed) int64
+}
+
+// holds reports whether mg observed the object its external name names.
+func (o Owners) holds(mg resource.Managed) bool {
+	return o.Observed != nil && FormatID(o.Observed(mg)) == meta.GetExternalName(mg)
+}
+
+// outranks says whether a's claim on a server object (the same external
+// name, the same provider config) comes before b's: one that observed the
+// object beats one that did not (a hand-set external name of an object
+// another MR manages); between equals the older MR wins.
+func (o Owners) outranks(a, b resource.Managed) bool {
+	if ha, hb := o.holds(a), o.holds(b); ha != hb {
+		return ha
+	}
+	return precedes(a, b)
 }
 
 // byExternalName selects MRs by external name: through the index, or, for
@@ -137,7 +156,7 @@ func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName str
 		if other.GetUID() == mg.GetUID() || meta.GetExternalName(other) != externalName || !samePC(mg, other) {
 			continue
 		}
-		if !firstOnly || precedes(other, mg) {
+		if !firstOnly || o.outranks(other, mg) {
 			return other, nil
 		}
 	}
@@ -177,17 +196,33 @@ func (o Owners) CheckExternalName(ctx context.Context, mg resource.Managed) erro
 }
 
 // CheckTeam refuses a child whose team is not a Team MR of its own namespace
-// using the same provider config.
+// using the same provider config that holds that team: it observed it, and
+// no other Team outranks it. (A Team of one's namespace with the hand-set
+// external name of another tenant's team is refused itself, and must not
+// open that team to children.)
 func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64) error {
 	teams := &v1alpha1.TeamList{}
-	if err := o.Kube.List(ctx, teams, append(o.byExternalName(FormatID(teamID)), client.InNamespace(mg.GetNamespace()))...); err != nil {
+	if err := o.Kube.List(ctx, teams, o.byExternalName(FormatID(teamID))...); err != nil {
 		return errors.Wrap(err, errListManagers)
 	}
+	teamOwners := Owners{Observed: func(mg resource.Managed) int64 {
+		if t, ok := mg.(*v1alpha1.Team); ok {
+			return t.Status.AtProvider.ID
+		}
+		return 0
+	}}
+	var holder *v1alpha1.Team
 	for i := range teams.Items {
 		t := &teams.Items[i]
-		if meta.GetExternalName(t) == FormatID(teamID) && samePC(mg, t) {
-			return nil
+		if meta.GetExternalName(t) != FormatID(teamID) || !samePC(mg, t) {
+			continue
 		}
+		if holder == nil || teamOwners.outranks(t, holder) {
+			holder = t
+		}
+	}
+	if holder != nil && holder.GetNamespace() == mg.GetNamespace() && teamOwners.holds(holder) {
+		return nil
 	}
 	return o.refuse(mg, ReasonTeamNotInNamespace, fmt.Sprintf(errForeignTeam, teamID, mg.GetNamespace(), o.Kind))
 }

@@ -1,6 +1,7 @@
 package generic
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,13 +18,24 @@ import (
 
 var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 
+// mgTeam is a Team MR; with an external name, it has observed that team
+// (its status says so), as an admitted Team that made or imported it has.
 func mgTeam(ns, name, uid, externalName, pc string, age time.Duration) *v1alpha1.Team {
 	cr := teamUsing("ClusterProviderConfig", pc)
 	cr.Namespace, cr.Name, cr.UID = ns, name, types.UID(uid)
 	cr.CreationTimestamp = metav1.NewTime(t0.Add(-age))
 	if externalName != "" {
 		meta.SetExternalName(cr, externalName)
+		cr.Status.AtProvider.ID, _ = strconv.ParseInt(externalName, 10, 64)
 	}
+	return cr
+}
+
+// claiming is a Team MR with a hand-set external name it never observed
+// (refused, or not admitted).
+func claiming(ns, name, uid, externalName, pc string, age time.Duration) *v1alpha1.Team {
+	cr := mgTeam(ns, name, uid, externalName, pc, age)
+	cr.Status.AtProvider.ID = 0
 	return cr
 }
 
@@ -51,6 +63,10 @@ func TestCheckExternalName(t *testing.T) {
 			owned:  true,
 		},
 		"NoExternalName": {reason: "Nothing to check before Create.", mg: mgTeam("team-b", "new", "c", "", "default", 0), owned: true},
+		"OlderClaimLoses": {
+			reason: "An older MR that claimed the ID by hand (say, before the object existed) but never observed it loses to the MR that observed it.",
+			mg:     claiming("team-b", "preclaim", "d", "5", "default", 2*time.Hour),
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -59,6 +75,7 @@ func TestCheckExternalName(t *testing.T) {
 				objs = append(objs, tc.mg)
 			}
 			o := owners(t, objs...)
+			o.Observed = func(mg resource.Managed) int64 { return mg.(*v1alpha1.Team).Status.AtProvider.ID }
 			err := o.CheckExternalName(t.Context(), tc.mg)
 			if (err == nil) != tc.owned || (err != nil && !IsNotOwned(err)) {
 				t.Fatalf("\n%s\nCheckExternalName: %v, want owned %v", tc.reason, err, tc.owned)
@@ -89,20 +106,23 @@ func TestCheckTeam(t *testing.T) {
 	mine := mgTeam("team-a", "platform", "a", "5", "default", time.Hour)
 	theirs := mgTeam("team-b", "other", "b", "9", "default", time.Hour)
 	elsewhere := mgTeam("team-a", "elsewhere", "c", "12", "other", time.Hour)
+	// An older Team of team-a claiming team-b's team 9 by a hand-set
+	// external name: refused itself, it must not open team 9 to team-a.
+	hijack := claiming("team-a", "hijack", "d", "9", "default", 2*time.Hour)
 	child := func(teamID int64) *v1alpha1.DeadmanSwitch {
 		sw := &v1alpha1.DeadmanSwitch{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sw", UID: "s"}}
 		sw.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}
 		sw.Spec.ForProvider.TeamID = &teamID
 		return sw
 	}
-	o := owners(t, mine, theirs, elsewhere)
+	o := owners(t, mine, theirs, elsewhere, hijack)
 	cases := map[string]struct {
 		reason string
 		teamID int64
 		ok     bool
 	}{
 		"OwnTeam":          {reason: "A team managed in the child's namespace is fine.", teamID: 5, ok: true},
-		"AnotherNamespace": {reason: "A raw teamId of another namespace's team is refused.", teamID: 9},
+		"AnotherNamespace": {reason: "A raw teamId of another namespace's team is refused, though a Team of the child's namespace claims it by a hand-set external name.", teamID: 9},
 		"OtherConfig":      {reason: "A team managed through another provider config is refused.", teamID: 12},
 		"Unmanaged":        {reason: "A team no Team MR manages is refused.", teamID: 77},
 	}

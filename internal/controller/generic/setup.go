@@ -111,6 +111,14 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		return err
 	}
 	owners := Owners{Kube: mgr.GetClient(), NewList: newList, Kind: k.GVK.Kind, Naive: o.Naive}
+	if k.Observed != nil {
+		owners.Observed = func(mg resource.Managed) int64 {
+			if m, ok := mg.(M); ok {
+				return k.Observed(m)
+			}
+			return 0
+		}
+	}
 	conn := &Connector[M]{
 		Kube:        mgr.GetClient(),
 		Reader:      mgr.GetAPIReader(),
