@@ -11,7 +11,7 @@ OUT := _output/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X git.ryuvia.com/niklas/provider-terdut/internal/version.Version=$(VERSION)
 
-.PHONY: all build generate check-generate lint unit render packages e2e test bench dev dev-down cluster-build
+.PHONY: all build generate check-generate lint unit fuzz render packages e2e chaos test bench dev dev-down cluster-build
 
 all: build
 
@@ -59,11 +59,34 @@ packages: cluster-build
 		echo "package/$$p -> _output/xpkg/$$p-terdut.xpkg ($$(stat -c %s _output/xpkg/$$p-terdut.xpkg) bytes)"; \
 	done
 
-## e2e: the end-to-end suite against a real kube-apiserver + Crossplane core.
+## e2e: the end-to-end suite against a real kube-apiserver + Crossplane core
+## (with 10 crash trials, the fault storm and the tenancy escapes); then no
+## secret the doubles issued may appear in its output.
 e2e: cluster-build
-	$(GO) test -tags e2e -count=1 -timeout 60m -v ./test/e2e/...
+	@mkdir -p _output
+	set -o pipefail; E2E_ISSUED_HASHES=$(CURDIR)/_output/e2e-issued.sha256 $(GO) test -tags e2e -count=1 -timeout 80m -v ./test/e2e/... 2>&1 | tee _output/e2e.log
+	$(GO) run ./internal/tools/leakcheck -hashes _output/e2e-issued.sha256 _output/e2e.log
 
-test: check-generate lint unit render packages e2e
+## chaos: the crash trials alone, TRIALS of them (default 100).
+TRIALS ?= 100
+chaos: cluster-build
+	@mkdir -p _output
+	set -o pipefail; CHAOS_TRIALS=$(TRIALS) E2E_ISSUED_HASHES=$(CURDIR)/_output/chaos-issued.sha256 $(GO) test -tags e2e -count=1 -timeout 240m -v -run 'TestChaos$$|TestNoKeyLeaked' ./test/e2e/... 2>&1 | tee _output/chaos.log
+	$(GO) run ./internal/tools/leakcheck -hashes _output/chaos-issued.sha256 _output/chaos.log
+
+## fuzz: every fuzz target for FUZZTIME (short and bounded; the committed
+## seed corpora in testdata/fuzz also run in every `make unit`).
+FUZZTIME ?= 10s
+FUZZ_TARGETS := FuzzAnswers:./internal/clients/terdut FuzzHeaders:./internal/clients/terdut \
+	FuzzCanonicalMatcher:./internal/clients/terdut FuzzHandlers:./internal/terdutdouble \
+	FuzzSameDuration:./internal/controller/generic
+fuzz:
+	@set -eo pipefail; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} 2>&1 | tail -2; \
+	done
+
+test: check-generate lint unit fuzz render packages e2e
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...

@@ -2,6 +2,7 @@ package terdut
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -71,16 +72,25 @@ func parsePolicy(v string) (rate.Limit, bool) {
 	first, _, _ := strings.Cut(v, ",")
 	parts := strings.Split(strings.TrimSpace(first), ";")
 	n, err := strconv.ParseFloat(strings.TrimSpace(parts[0]), 64)
-	if err != nil || n <= 0 {
+	if err != nil || !positive(n) {
 		return 0, false
 	}
 	window := 1.0
 	for _, p := range parts[1:] {
 		if k, val, ok := strings.Cut(strings.TrimSpace(p), "="); ok && k == "w" {
-			if w, err := strconv.ParseFloat(val, 64); err == nil && w > 0 {
+			if w, err := strconv.ParseFloat(val, 64); err == nil && positive(w) {
 				window = w
 			}
 		}
 	}
-	return rate.Limit(n / window), true
+	// NOTE: "NaN", "Inf" and their quotients parse as floats; none is a
+	// limit (FuzzHeaders found it).
+	if l := n / window; positive(l) {
+		return rate.Limit(l), true
+	}
+	return 0, false
+}
+
+// positive reports whether f is a finite number above zero.
+func positive(f float64) bool { return f > 0 && !math.IsInf(f, 0)
 }
