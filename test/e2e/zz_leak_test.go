@@ -3,11 +3,11 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
-	"crypto/sha256"
-	"encoding/hex"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,14 +43,10 @@ func TestNoKeyLeaked(t *testing.T) {
 	fnLog, _ := os.ReadFile(filepath.Join(env.run, "function.log"))
 	statuses, _ := kubectlOut(nil, "get", "managed", "-A", "-o", "json")
 	composites, _ := kubectlOut(nil, "get", "composite,claim", "-A", "-o", "json")
-	doubleLogs := ""
-	for _, name := range []string{"terdut-double.log"} {
-		b, _ := os.ReadFile(filepath.Join(env.run, name))
-		doubleLogs += string(b)
-	}
+	doubleLog, _ := os.ReadFile(filepath.Join(env.run, "terdut-double.log"))
 	events, _ := kubectlOut(nil, "get", "events", "-A", "-o", "json")
 	for _, k := range issued {
-		for name, text := range map[string]string{"provider log": string(log), "function log": string(fnLog), "MR status": statuses, "composite status": composites, "events": events, "double log": doubleLogs} {
+		for name, text := range map[string]string{"provider log": string(log), "function log": string(fnLog), "MR status": statuses, "composite status": composites, "events": events, "double log": string(doubleLog)} {
 			if strings.Contains(text, k) {
 				t.Errorf("an issued key appears in the %s", name)
 			}

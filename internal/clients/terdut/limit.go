@@ -92,5 +92,6 @@ func parsePolicy(v string) (rate.Limit, bool) {
 }
 
 // positive reports whether f is a finite number above zero.
-func positive(f float64) bool { return f > 0 && !math.IsInf(f, 0)
+func positive(f float64) bool {
+	return f > 0 && !math.IsInf(f, 0)
 }
