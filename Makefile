@@ -11,7 +11,7 @@ OUT := _output/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X git.ryuvia.com/niklas/provider-terdut/internal/version.Version=$(VERSION)
 
-.PHONY: all build generate check-generate lint unit fuzz render packages e2e chaos test bench dev dev-down cluster-build
+.PHONY: all build generate check-generate lint unit fuzz render packages e2e chaos test bench bench-scale dev dev-down cluster-build
 
 all: build
 
@@ -90,6 +90,13 @@ test: check-generate lint unit fuzz render packages e2e
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+## bench-scale: provider-terdut with 100, 300 and 1,000 managed resources
+## (and teams of 50 switches, and --naive side by side) on the local control
+## plane against the double at +20 ms; prints a table, writes
+## _output/bench/scale.{json,svg}. BENCH_ARGS adds flags (see test/scale).
+bench-scale: cluster-build
+	$(GO) run ./test/scale $(BENCH_ARGS)
 
 cluster-build:
 	cluster/local/local.sh build

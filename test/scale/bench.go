@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/cluster/local/stack"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+// A result is what one run measured.
+type result struct {
+	Shape shape `json:"shape"`
+	MRs   int   `json:"mrs"`
+	Naive bool  `json:"naive"`
+
+	// ReadySeconds is how long until all were Ready; P50, P95 and Max are
+	// per MR (1 s resolution: the Ready condition's transition time).
+	ReadySeconds float64 `json:"readySeconds"`
+	P50          float64 `json:"readyP50Seconds"`
+	P95          float64 `json:"readyP95Seconds"`
+	Max          float64 `json:"readyMaxSeconds"`
+	// ReconcilesPerSecond while creating.
+	ReconcilesPerSecond float64 `json:"reconcilesPerSecond"`
+	// CreateRequests are the double's requests by route while creating.
+	CreateRequests map[string]int `json:"createRequests"`
+
+	// At rest, over three polls: requests by route, and per MR per poll.
+	RestRequests       map[string]int `json:"restRequests"`
+	RestPolls          float64        `json:"restPolls"`
+	GETsPerMRPerPoll   float64        `json:"getsPerMRPerPoll"`
+	BytesPerMRPerPoll  float64        `json:"bytesPerMRPerPoll"`
+	RequestsPerMRPoll  float64        `json:"requestsPerMRPerPoll"`
+	ProviderPeakRSSMiB float64        `json:"providerPeakRSSMiB"`
+	ProviderCPUSeconds float64        `json:"providerCPUSeconds"`
+
+	// DeleteSeconds is how long until every MR and server object was gone.
+	DeleteSeconds float64 `json:"deleteSeconds"`
+
+	Storm *storm `json:"storm,omitempty"`
+}
+
+// storm is what a 429 storm at rest showed.
+type storm struct {
+	Limit int `json:"statedLimitPerSecond"`
+	// MaxPerSecond is the most requests that arrived in one second.
+	MaxPerSecond int `json:"maxPerSecond"`
+	Requests     int `json:"requests"`
+	Throttled    int `json:"throttled"`
+	Seconds      int `json:"seconds"`
+	// MRsNotSynced is the most MRs seen Synced=False at once.
+	MRsNotSynced int `json:"mrsNotSynced"`
+}
+
+type bench struct {
+	stack *stack.Stack
+	poll  time.Duration
+}
+
+func (b *bench) logf(format string, args ...any) { b.stack.Stepf(format, args...) }
+
+// run measures one shape: restart the provider (so its peak RSS and CPU
+// are this run's), create, wait, rest, (storm), delete.
+func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm bool, stormRPS int) (result, error) {
+	r := result{Shape: sh, MRs: sh.MRs(), Naive: naive}
+	mode := "shared"
+	if naive {
+		mode = "naive"
+	}
+	b.logf("run %s (%s, %d MRs, %s)", ns, sh.Name, r.MRs, mode)
+	b.stack.StopProvider()
+	var extra []string
+	if naive {
+		extra = append(extra, "--naive")
+	}
+	if err := b.stack.StartProvider(ctx, extra...); err != nil {
+		return r, err
+	}
+	time.Sleep(5 * time.Second) // the controllers start once their CRDs are established
+	if err := b.namespace(ctx, ns); err != nil {
+		return r, err
+	}
+	d := b.stack.Double
+	if err := d.Admin(ctx, http.MethodDelete, "/admin/counters", nil, nil); err != nil {
+		return r, err
+	}
+	before, err := b.reconciles(ctx)
+	if err != nil {
+		return r, err
+	}
+
+	start := time.Now()
+	if err := b.create(ctx, ns, sh); err != nil {
+		return r, err
+	}
+	ready, err := b.waitReady(ctx, ns, r.MRs, 15*time.Minute)
+	if err != nil {
+		return r, err
+	}
+	r.ReadySeconds = time.Since(start).Seconds()
+	r.P50, r.P95, r.Max = percentiles(ready, start)
+	after, err := b.reconciles(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.ReconcilesPerSecond = float64(after-before) / r.ReadySeconds
+	if r.CreateRequests, err = d.Counters(ctx); err != nil {
+		return r, err
+	}
+	b.logf("%d MRs Ready in %.1fs; at rest for three polls", r.MRs, r.ReadySeconds)
+
+	// At rest: three polls.
+	time.Sleep(2 * time.Second)
+	if err := d.Admin(ctx, http.MethodDelete, "/admin/counters", nil, nil); err != nil {
+		return r, err
+	}
+	rest := time.Now()
+	time.Sleep(3 * b.poll)
+	if r.RestRequests, err = d.Counters(ctx); err != nil {
+		return r, err
+	}
+	var sentBytes map[string]int
+	if err := d.Admin(ctx, http.MethodGet, "/admin/bytes", nil, &sentBytes); err != nil {
+		return r, err
+	}
+	r.RestPolls = time.Since(rest).Seconds() / b.poll.Seconds()
+	gets, all, sent := 0, 0, 0
+	for k, n := range r.RestRequests {
+		if strings.HasPrefix(k, "GET /api/") {
+			gets += n
+		}
+		if strings.HasPrefix(k, "GET /api/") || strings.Contains(k, " /api/") {
+			all += n
+		}
+	}
+	for k, n := range sentBytes {
+		if strings.Contains(k, " /api/") {
+			sent += n
+		}
+	}
+	per := float64(r.MRs) * r.RestPolls
+	r.GETsPerMRPerPoll, r.RequestsPerMRPoll, r.BytesPerMRPerPoll = float64(gets)/per, float64(all)/per, float64(sent)/per
+
+	if withStorm {
+		if r.Storm, err = b.storm(ctx, ns, stormRPS); err != nil {
+			return r, err
+		}
+	}
+	r.ProviderPeakRSSMiB, r.ProviderCPUSeconds = procStats(b.stack.Provider.PID())
+
+	start = time.Now()
+	if err := b.deleteAll(ctx, ns); err != nil {
+		return r, err
+	}
+	r.DeleteSeconds = time.Since(start).Seconds()
+	b.logf("deleted in %.1fs", r.DeleteSeconds)
+	return r, nil
+}
+
+// namespace makes a namespace the ClusterProviderConfig admits.
+func (b *bench) namespace(ctx context.Context, ns string) error {
+	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"terdut.ryuvia.com/allowed-server": "default"}}}
+	return client.IgnoreAlreadyExists(b.stack.Kube.Create(ctx, n))
+}
+
+// objects are the shape's MRs in ns.
+func objects(ns string, sh shape) []client.Object {
+	var out []client.Object
+	ref := func(i int) *xpv2.Reference { return &xpv2.Reference{Name: "t" + strconv.Itoa(i)} }
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+	for i := range sh.Teams {
+		out = append(out, &v1alpha1.Team{ObjectMeta: meta("t" + strconv.Itoa(i)), Spec: v1alpha1.TeamSpec{ForProvider: v1alpha1.TeamParameters{DisplayName: fmt.Sprintf("%s team %d", ns, i)}}})
+		if sh.Policy {
+			out = append(out, &v1alpha1.EscalationPolicy{ObjectMeta: meta("t" + strconv.Itoa(i)), Spec: v1alpha1.EscalationPolicySpec{ForProvider: v1alpha1.EscalationPolicyParameters{
+				TeamIDRef: ref(i), RepeatCount: 1,
+				Levels: []v1alpha1.EscalationLevel{{Timeout: "5m", Targets: []v1alpha1.EscalationTarget{{Kind: "oncall"}, {Kind: "user", Username: "alice"}}}},
+			}}})
+		}
+		for j := range sh.Switches {
+			name := fmt.Sprintf("t%d-sw%d", i, j)
+			out = append(out, &v1alpha1.DeadmanSwitch{ObjectMeta: meta(name), Spec: v1alpha1.DeadmanSwitchSpec{ForProvider: v1alpha1.DeadmanSwitchParameters{
+				TeamIDRef: ref(i), Name: name, Matcher: "alertname=Watchdog,switch=" + name, Timeout: "15m",
+			}}})
+		}
+		for j := range sh.Integrations {
+			name := fmt.Sprintf("t%d-in%d", i, j)
+			in := &v1alpha1.Integration{ObjectMeta: meta(name), Spec: v1alpha1.IntegrationSpec{ForProvider: v1alpha1.IntegrationParameters{TeamIDRef: ref(i), Name: name}}}
+			in.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: name + "-webhook"}
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// create makes the shape's MRs with eight writers, as a GitOps tool syncing
+// a repository would.
+func (b *bench) create(ctx context.Context, ns string, sh shape) error {
+	objs := objects(ns, sh)
+	work := make(chan client.Object)
+	errs := make(chan error, len(objs))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for o := range work {
+				errs <- b.stack.Kube.Create(ctx, o)
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func lists() []resource.ManagedList {
+	return []resource.ManagedList{&v1alpha1.TeamList{}, &v1alpha1.EscalationPolicyList{}, &v1alpha1.DeadmanSwitchList{}, &v1alpha1.IntegrationList{}}
+}
+
+// waitReady waits until want MRs of ns are Ready and Synced, and returns
+// when each turned Ready.
+func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.Duration) ([]time.Time, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		var ready []time.Time
+		notReady := 0
+		for _, l := range lists() {
+			if err := b.stack.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return nil, err
+			}
+			for _, mg := range l.GetItems() {
+				c := mg.GetCondition(xpv2.TypeReady)
+				if c.Status == corev1.ConditionTrue && mg.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue {
+					ready = append(ready, c.LastTransitionTime.Time)
+				} else {
+					notReady++
+				}
+			}
+		}
+		if len(ready) >= want && notReady == 0 {
+			return ready, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d MRs Ready after %s", len(ready), want, limit)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// reconciles is the provider's managed reconciles so far.
+func (b *bench) reconciles(ctx context.Context) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.stack.ProviderMetricsAddr()+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = rsp.Body.Close() }()
+	body, err := io.ReadAll(rsp.Body)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if !strings.HasPrefix(line, `controller_runtime_reconcile_total{controller="managed/`) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+		n += int(v)
+	}
+	return n, nil
+}
+
+// storm states a rate limit for two polls and watches what the provider
+// does: its request rate, and how many MRs go Synced=False.
+func (b *bench) storm(ctx context.Context, ns string, rps int) (*storm, error) {
+	d := b.stack.Double
+	b.logf("429 storm: the double states %d requests a second for two polls", rps)
+	if err := d.Admin(ctx, http.MethodPut, "/admin/rate-limit", terdutdouble.RateLimit{RPS: rps, RetryAfter: 1}, nil); err != nil {
+		return nil, err
+	}
+	time.Sleep(3 * time.Second) // the provider learns the limit from its next answers
+	if err := d.Admin(ctx, http.MethodDelete, "/admin/counters", nil, nil); err != nil {
+		return nil, err
+	}
+	st := &storm{Limit: rps}
+	for end := time.Now().Add(2 * b.poll); time.Now().Before(end); time.Sleep(5 * time.Second) {
+		notSynced := 0
+		for _, l := range lists() {
+			if err := b.stack.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return nil, err
+			}
+			for _, mg := range l.GetItems() {
+				if mg.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse {
+					notSynced++
+				}
+			}
+		}
+		st.MRsNotSynced = max(st.MRsNotSynced, notSynced)
+	}
+	var rate terdutdouble.RateStats
+	if err := d.Admin(ctx, http.MethodGet, "/admin/rate", nil, &rate); err != nil {
+		return nil, err
+	}
+	st.MaxPerSecond, st.Requests, st.Throttled, st.Seconds = rate.MaxPerSecond, rate.Requests, rate.Throttled, rate.Seconds
+	return st, d.Admin(ctx, http.MethodPut, "/admin/rate-limit", terdutdouble.RateLimit{}, nil)
+}
+
+// deleteAll deletes every MR of ns and waits until they and their server
+// objects are gone.
+func (b *bench) deleteAll(ctx context.Context, ns string) error {
+	for _, o := range []client.Object{&v1alpha1.Integration{}, &v1alpha1.DeadmanSwitch{}, &v1alpha1.EscalationPolicy{}, &v1alpha1.Team{}} {
+		if err := b.stack.Kube.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
+			return err
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(time.Second) {
+		left := 0
+		for _, l := range lists() {
+			if err := b.stack.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			left += len(l.GetItems())
+		}
+		st, err := b.stack.Double.State(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range st.Teams {
+			if strings.HasPrefix(t.Name, ns+" ") {
+				left++
+			}
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d MRs or server teams of %s left after 10 minutes", left, ns)
+		}
+	}
+}
+
+// percentiles of the MRs' time to Ready (1 s resolution).
+func percentiles(ready []time.Time, start time.Time) (p50, p95, maxS float64) {
+	s := start.Truncate(time.Second)
+	d := make([]float64, 0, len(ready))
+	for _, t := range ready {
+		d = append(d, max(0, t.Sub(s).Seconds()))
+	}
+	slices.Sort(d)
+	at := func(q float64) float64 { return d[min(len(d)-1, int(q*float64(len(d))))] }
+	return at(0.5), at(0.95), d[len(d)-1]
+}
+
+// procStats reads a process's peak RSS (MiB) and CPU seconds from /proc.
+func procStats(pid int) (peakMiB, cpu float64) {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err == nil {
+		for line := range strings.SplitSeq(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+				peakMiB = kb / 1024
+			}
+		}
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err == nil {
+		// The fields after the command's closing parenthesis; utime and
+		// stime are the 14th and 15th of the whole line, in clock ticks
+		// (100 a second on Linux).
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 {
+			f := strings.Fields(string(stat[i+1:]))
+			if len(f) > 12 {
+				u, _ := strconv.ParseFloat(f[11], 64)
+				s, _ := strconv.ParseFloat(f[12], 64)
+				cpu = (u + s) / 100
+			}
+		}
+	}
+	return peakMiB, cpu
+}
+
+// routes sorts a request count map for printing.
+func routes(m map[string]int) []string {
+	keys := slices.Sorted(maps.Keys(m))
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if strings.Contains(k, " /api/") {
+			out = append(out, fmt.Sprintf("%s %d", k, m[k]))
+		}
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+// Command scale is `make bench-scale`: provider-terdut with N managed
+// resources on the local control plane, against the terdut-server double
+// with added latency. For each run it measures the time until all are Ready
+// (p50/p95/max per MR), reconciles per second, requests by route, requests
+// and bytes per MR per poll at rest, the provider's peak RSS and CPU
+// seconds, and the time until all are deleted; for N = 100, 300, 1,000 (how
+// the cost grows), a shape of teams with 50 switches each, the same with the
+// list sharing and index lookups off (--naive, side by side), and a 429
+// storm. It prints a table and writes JSON and an SVG plot to _output/bench.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"git.ryuvia.com/niklas/provider-terdut/cluster/local/stack"
+)
+
+// A shape is how the MRs are spread over teams.
+type shape struct {
+	// Name says it in the table.
+	Name string `json:"name"`
+	// Teams, and per team: a policy, switches and integrations.
+	Teams        int  `json:"teams"`
+	Policy       bool `json:"policy"`
+	Switches     int  `json:"switchesPerTeam"`
+	Integrations int  `json:"integrationsPerTeam"`
+}
+
+// A step is one run of the benchmark.
+type step struct {
+	shape shape
+	// naive turns the list sharing and index lookups off (--naive).
+	naive bool
+	// storm adds a 429 storm at rest.
+	storm bool
+}
+
+// MRs is how many managed resources the shape has.
+func (s shape) MRs() int {
+	per := 1 + s.Switches + s.Integrations
+	if s.Policy {
+		per++
+	}
+	return s.Teams * per
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ns := flag.String("n", "100,300,1000", "The N of the mixed shape (teams of a Team, an EscalationPolicy, a DeadmanSwitch and an Integration); the largest is also run --naive.")
+	wideTeams := flag.Int("wide-teams", 10, "Teams of the second shape, each with -wide-switches switches (0 skips it).")
+	wideSwitches := flag.Int("wide-switches", 50, "Switches per team of the second shape.")
+	poll := flag.Duration("poll", 30*time.Second, "The provider's --poll.")
+	latency := flag.Duration("latency", 20*time.Millisecond, "Added to every answer of the double.")
+	stormRPS := flag.Int("storm-rps", 15, "The limit the double states in the 429 storm (0 skips it).")
+	naive := flag.Bool("naive", true, "Also run the largest N and the wide shape --naive, for the side-by-side ratio.")
+	providerArgs := flag.String("provider-args", "", "More provider flags, space separated (e.g. --max-reconcile-rate=50).")
+	out := flag.String("out", "_output/bench", "Where the JSON and the SVG plot go.")
+	flag.Parse()
+
+	root, err := filepath.Abs(".")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	base := append([]string{"--poll=" + poll.String()}, strings.Fields(*providerArgs)...)
+	s, err := stack.Up(ctx, stack.Options{
+		Root: root, Name: "bench", PortOffset: 200, ProviderArgs: base,
+		DoubleArgs: []string{"-latency=" + latency.String()}, Out: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	defer s.Down(context.Background())
+	b := &bench{stack: s, poll: *poll}
+
+	var results []result
+	var sizes []int
+	for f := range strings.SplitSeq(*ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 4 {
+			return fmt.Errorf("-n %q: want sizes of at least 4", *ns)
+		}
+		sizes = append(sizes, n)
+	}
+	largest := sizes[len(sizes)-1]
+	mixed := func(n int) shape {
+		return shape{Name: fmt.Sprintf("mixed N=%d", n/4*4), Teams: n / 4, Policy: true, Switches: 1, Integrations: 1}
+	}
+	var plan []step
+	for _, n := range sizes {
+		plan = append(plan, step{shape: mixed(n), storm: n == largest && *stormRPS > 0})
+	}
+	if *naive {
+		plan = append(plan, step{shape: mixed(largest), naive: true})
+	}
+	if *wideTeams > 0 {
+		wide := shape{Name: fmt.Sprintf("%d teams x %d switches", *wideTeams, *wideSwitches), Teams: *wideTeams, Switches: *wideSwitches}
+		plan = append(plan, step{shape: wide})
+		if *naive {
+			plan = append(plan, step{shape: wide, naive: true})
+		}
+	}
+	for i, p := range plan {
+		r, err := b.run(ctx, fmt.Sprintf("bench-%d", i), p.shape, p.naive, p.storm, *stormRPS)
+		if err != nil {
+			return err
+		}
+		printRow(os.Stderr, r)
+		results = append(results, r)
+	}
+	report := newReport(results, *poll, *latency, base)
+	if err := os.MkdirAll(*out, 0o750); err != nil {
+		return err
+	}
+	j, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, "scale.json"), j, 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, "scale.svg"), []byte(plot(results)), 0o600); err != nil {
+		return err
+	}
+	printReport(os.Stdout, report)
+	fmt.Printf("\nwrote %s and %s\n", filepath.Join(*out, "scale.json"), filepath.Join(*out, "scale.svg"))
+	return nil
+}

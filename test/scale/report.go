@@ -1,0 +1,174 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// report is the whole benchmark, as JSON.
+type report struct {
+	Date          string   `json:"date"`
+	CPUs          int      `json:"cpus"`
+	Poll          string   `json:"poll"`
+	Latency       string   `json:"doubleLatency"`
+	ProviderFlags []string `json:"providerFlags"`
+	Results       []result `json:"results"`
+	Ratios        []ratio  `json:"naiveOverShared"`
+	Targets       []target `json:"targets"`
+}
+
+// ratio compares a naive run with the shared one of the same shape.
+type ratio struct {
+	Shape        string  `json:"shape"`
+	GETs         float64 `json:"getsPerMRPerPoll"`
+	Bytes        float64 `json:"bytesPerMRPerPoll"`
+	ReadySeconds float64 `json:"readySeconds"`
+	CPUSeconds   float64 `json:"cpuSeconds"`
+}
+
+// target is one of issue 10's targets and what was measured.
+type target struct {
+	What     string `json:"what"`
+	Want     string `json:"want"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+}
+
+func newReport(results []result, poll, latency time.Duration, flags []string) report {
+	r := report{Date: time.Now().UTC().Format(time.RFC3339), CPUs: runtime.NumCPU(), Poll: poll.String(), Latency: latency.String(), ProviderFlags: flags, Results: results}
+	for _, n := range results {
+		if !n.Naive {
+			continue
+		}
+		for _, s := range results {
+			if s.Naive || s.Shape != n.Shape {
+				continue
+			}
+			r.Ratios = append(r.Ratios, ratio{
+				Shape: s.Shape.Name, GETs: div(n.GETsPerMRPerPoll, s.GETsPerMRPerPoll), Bytes: div(n.BytesPerMRPerPoll, s.BytesPerMRPerPoll),
+				ReadySeconds: div(n.ReadySeconds, s.ReadySeconds), CPUSeconds: div(n.ProviderCPUSeconds, s.ProviderCPUSeconds),
+			})
+		}
+	}
+	for _, s := range results {
+		if s.Naive {
+			continue
+		}
+		r.Targets = append(r.Targets,
+			target{What: s.Shape.Name + ": GETs per MR per poll at rest", Want: "<= 0.3", Measured: fmt.Sprintf("%.3f", s.GETsPerMRPerPoll), Met: s.GETsPerMRPerPoll <= 0.3})
+		if s.MRs >= 1000 {
+			r.Targets = append(r.Targets,
+				target{What: s.Shape.Name + ": all Ready", Want: "<= 60 s", Measured: fmt.Sprintf("%.1f s", s.ReadySeconds), Met: s.ReadySeconds <= 60},
+				target{What: s.Shape.Name + ": all deleted", Want: "<= 60 s", Measured: fmt.Sprintf("%.1f s", s.DeleteSeconds), Met: s.DeleteSeconds <= 60},
+				target{What: s.Shape.Name + ": provider peak RSS", Want: "<= 80 MiB", Measured: fmt.Sprintf("%.1f MiB", s.ProviderPeakRSSMiB), Met: s.ProviderPeakRSSMiB <= 80})
+		}
+		if st := s.Storm; st != nil {
+			r.Targets = append(r.Targets, target{What: s.Shape.Name + ": requests a second in a 429 storm", Want: fmt.Sprintf("<= %d (stated)", st.Limit), Measured: fmt.Sprintf("%d (max of %d s), %d answered 429, %d MRs Synced=False at most", st.MaxPerSecond, st.Seconds, st.Throttled, st.MRsNotSynced), Met: st.MaxPerSecond <= st.Limit})
+		}
+	}
+	return r
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func mode(naive bool) string {
+	if naive {
+		return "naive"
+	}
+	return "shared"
+}
+
+const rowFormat = "%-28s %5s %-6s %7s %15s %6s %8s %10s %9s %7s %7s\n"
+
+func printHeader(w io.Writer) {
+	_, _ = fmt.Fprintf(w, rowFormat, "shape", "MRs", "mode", "ready s", "p50/p95/max s", "rec/s", "GET/MR", "bytes/MR", "peak RSS", "CPU s", "del s")
+	_, _ = fmt.Fprintf(w, rowFormat, "", "", "", "", "per MR", "", "per poll", "per poll", "MiB", "", "")
+}
+
+func printRow(w io.Writer, r result) {
+	_, _ = fmt.Fprintf(w, rowFormat, r.Shape.Name, fmt.Sprint(r.MRs), mode(r.Naive), fmt.Sprintf("%.1f", r.ReadySeconds),
+		fmt.Sprintf("%.0f/%.0f/%.0f", r.P50, r.P95, r.Max), fmt.Sprintf("%.1f", r.ReconcilesPerSecond),
+		fmt.Sprintf("%.3f", r.GETsPerMRPerPoll), fmt.Sprintf("%.0f", r.BytesPerMRPerPoll),
+		fmt.Sprintf("%.1f", r.ProviderPeakRSSMiB), fmt.Sprintf("%.1f", r.ProviderCPUSeconds), fmt.Sprintf("%.1f", r.DeleteSeconds))
+}
+
+func printReport(w io.Writer, r report) {
+	_, _ = fmt.Fprintf(w, "make bench-scale: %s, %d CPUs, double latency %s, provider %s\n\n", r.Date, r.CPUs, r.Latency, strings.Join(r.ProviderFlags, " "))
+	printHeader(w)
+	for _, res := range r.Results {
+		printRow(w, res)
+	}
+	_, _ = fmt.Fprintln(w, "\nrequests at rest by route (shared, per run over three polls):")
+	for _, res := range r.Results {
+		if !res.Naive {
+			_, _ = fmt.Fprintf(w, "  %s: %s\n", res.Shape.Name, strings.Join(routes(res.RestRequests), ", "))
+		}
+	}
+	_, _ = fmt.Fprintln(w, "\nrequests while creating, by route:")
+	for _, res := range r.Results {
+		_, _ = fmt.Fprintf(w, "  %s (%s): %s\n", res.Shape.Name, mode(res.Naive), strings.Join(routes(res.CreateRequests), ", "))
+	}
+	_, _ = fmt.Fprintln(w, "\nnaive / shared, side by side:")
+	for _, x := range r.Ratios {
+		_, _ = fmt.Fprintf(w, "  %s: GETs per MR per poll x%.2f, bytes per MR per poll x%.2f, time to Ready x%.2f, CPU x%.2f\n", x.Shape, x.GETs, x.Bytes, x.ReadySeconds, x.CPUSeconds)
+	}
+	_, _ = fmt.Fprintln(w, "\ntargets:")
+	for _, t := range r.Targets {
+		met := "met"
+		if !t.Met {
+			met = "NOT met"
+		}
+		_, _ = fmt.Fprintf(w, "  %-62s want %-14s measured %s: %s\n", t.What, t.Want, t.Measured, met)
+	}
+}
+
+// plot draws time to Ready and requests at rest against N (the mixed
+// shape, shared), as an SVG of two panels.
+func plot(results []result) string {
+	var pts []result
+	for _, r := range results {
+		if !r.Naive && r.Shape.Policy {
+			pts = append(pts, r)
+		}
+	}
+	const w, h, pad = 360, 240, 44
+	panel := func(x0 int, title, unit string, val func(result) float64) string {
+		maxX, maxY := 1.0, 1.0
+		for _, p := range pts {
+			maxX, maxY = max(maxX, float64(p.MRs)), max(maxY, val(p))
+		}
+		maxY *= 1.15
+		sx := func(v float64) float64 { return float64(x0+pad) + v/maxX*float64(w-2*pad) }
+		sy := func(v float64) float64 { return float64(h-pad) - v/maxY*float64(h-2*pad) }
+		var b strings.Builder
+		fmt.Fprintf(&b, `<text x="%d" y="20" font-size="13" font-weight="bold">%s</text>`, x0+pad, title)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`, x0+pad, h-pad, x0+w-pad, h-pad)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`, x0+pad, pad, x0+pad, h-pad)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11">managed resources (N)</text>`, x0+w/2-50, h-8)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11">%s</text>`, x0+4, pad-8, unit)
+		line := make([]string, 0, len(pts))
+		for _, p := range pts {
+			x, y := sx(float64(p.MRs)), sy(val(p))
+			line = append(line, fmt.Sprintf("%.1f,%.1f", x, y))
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="steelblue"/>`, x, y)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10">%g</text>`, x-10, y-8, round(val(p)))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="10">%d</text>`, x-10, h-pad+14, p.MRs)
+		}
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="steelblue" stroke-width="2"/>`, strings.Join(line, " "))
+		return b.String()
+	}
+	return fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif"><rect width="100%%" height="100%%" fill="white"/>%s%s</svg>`+"\n",
+		2*w, h,
+		panel(0, "Time until all Ready", "seconds", func(r result) float64 { return r.ReadySeconds }),
+		panel(w, "GET requests per poll at rest", "requests", func(r result) float64 { return r.GETsPerMRPerPoll * float64(r.MRs) }))
+}
+
+func round(v float64) float64 { return float64(int(v*10+0.5)) / 10 }
