@@ -337,7 +337,7 @@ spec:
 
 	fmt.Printf("    %d escapes tried, %d succeeded\n", tried, succeeded)
 	for _, ns := range []string{"esc-b", "esc-c", "esc-x", "esc-a"} {
-		if _, err := kubectlOut(nil, "-n", ns, "delete", "team,escalationpolicy,deadmanswitch,integration,serviceaccount,providerconfig", "--all", "--wait=false"); err != nil {
+		if _, err := kubectlOut(nil, "-n", ns, "delete", "team,escalationpolicy,deadmanswitch,integration,serviceaccounts.terdut.ryuvia.com,providerconfigs.terdut.ryuvia.com", "--all", "--wait=false"); err != nil {
 			t.Error(err)
 		}
 	}
@@ -345,6 +345,9 @@ spec:
 		if left := waitGone(t, ns, 90*time.Second); len(left) > 0 {
 			t.Errorf("left in %s: %v", ns, left)
 		}
+	}
+	if out, _ := kubectlOut(nil, "get", "serviceaccounts.terdut.ryuvia.com", "-A", "--no-headers"); strings.Contains(out, "esc-") {
+		t.Errorf("ServiceAccounts left: %s", out)
 	}
 }
 
