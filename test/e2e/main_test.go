@@ -38,6 +38,9 @@ var env struct {
 	doubles               []string // every double's URL, for the leak check
 	admin                 *terdut.Client
 	providerLog           string
+	// issued are secrets of doubles already gone (a second stack's), for
+	// the leak check of the suite's output.
+	issued []string
 }
 
 func TestMain(m *testing.M) {

@@ -48,6 +48,9 @@ type Options struct {
 	Users []string
 	// Out receives the progress lines; nil is os.Stdout.
 	Out *os.File
+	// Bare brings up the control plane and the double only: no CRDs, no
+	// provider config, no provider (a package manager installs those).
+	Bare bool
 }
 
 // Stack is a running stack. Everything it started is stopped by PID, by
@@ -109,6 +112,9 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.Double = d
+	if o.Bare {
+		return s, nil
+	}
 	if err := s.InstallCRDs(ctx); err != nil {
 		return nil, err
 	}

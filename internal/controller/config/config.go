@@ -20,8 +20,20 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
-// Setup adds the ProviderConfig and ClusterProviderConfig controllers.
+// Setup adds the ProviderConfig and ClusterProviderConfig controllers, once
+// their CRDs (and the usages') are established when safe-start gating is on:
+// a provider installed by a package manager starts before its CRDs exist.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
+	if o.Gate == nil {
+		return setup(mgr, o)
+	}
+	o.Gate.Register(func() {
+		go generic.SetupWhenMapped(o.Logger, "provider config controllers", func() error { return setup(mgr, o) })
+	}, v1alpha1.ProviderConfigGroupVersionKind, v1alpha1.ClusterProviderConfigGroupVersionKind, v1alpha1.ProviderConfigUsageGroupVersionKind)
+	return nil
+}
+
+func setup(mgr ctrl.Manager, o generic.Options) error {
 	for _, k := range []struct {
 		groupKind string
 		kind      string

@@ -2,8 +2,10 @@ package generic
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -13,6 +15,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -94,11 +97,28 @@ func SetupGated[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]
 		depends = append(depends, v1alpha1.TeamGroupVersionKind)
 	}
 	o.Gate.Register(func() {
-		if err := Setup(mgr, o, k); err != nil {
-			mgr.GetLogger().Error(err, "cannot set up the controller", "gvk", k.GVK.String())
-		}
+		go SetupWhenMapped(o.Logger, k.GVK.String(), func() error { return Setup(mgr, o, k) })
 	}, depends...)
 	return nil
+}
+
+// SetupWhenMapped runs setup, again while it fails because the API
+// server's discovery (the manager's REST mapper) does not know a kind yet:
+// a CRD a package manager just established may be a few seconds ahead of
+// it. Any other error, or one that lasts a minute, is logged with the
+// provider's own logger (controller-runtime's is discarded unless --debug).
+func SetupWhenMapped(log logging.Logger, what string, setup func() error) {
+	var err error
+	for wait := 250 * time.Millisecond; ; wait *= 2 {
+		if err = setup(); err == nil {
+			return
+		}
+		if !meta.IsNoMatchError(err) || wait > 30*time.Second {
+			break
+		}
+		time.Sleep(wait)
+	}
+	log.Info("Cannot set up the controller: its kind is not reconciled", "what", what, "error", err.Error())
 }
 
 // Setup adds the kind's managed-resource controller to mgr.
