@@ -108,7 +108,7 @@ func layer(files []file, epoch time.Time) (v1.Layer, error) {
 			dirs[d] = true
 		}
 	}
-	var all []string
+	all := make([]string, 0, len(dirs))
 	for d := range dirs {
 		all = append(all, d)
 	}
@@ -186,7 +186,7 @@ func image(c component, arch, bin string, info buildInfo) (v1.Image, error) {
 }
 
 // index is the multi-platform image index of per-architecture images.
-func index(images map[string]v1.Image) (v1.ImageIndex, error) {
+func index(images map[string]v1.Image) v1.ImageIndex {
 	archs := make([]string, 0, len(images))
 	for a := range images {
 		archs = append(archs, a)
@@ -196,5 +196,5 @@ func index(images map[string]v1.Image) (v1.ImageIndex, error) {
 	for _, a := range archs {
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: images[a], Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: a}}})
 	}
-	return idx, nil
+	return idx
 }

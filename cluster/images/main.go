@@ -38,12 +38,16 @@ import (
 )
 
 func main() {
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	if err := run(ctx, os.Args[1:]); err != nil {
+	if err := runMain(); err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
+}
+
+func runMain() error {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	return run(ctx, os.Args[1:])
 }
 
 // settings are every command's flags.
@@ -76,7 +80,7 @@ func run(ctx context.Context, args []string) error {
 	if s.version == "" {
 		return fmt.Errorf("-version is required")
 	}
-	for _, p := range strings.Split(platforms, ",") {
+	for p := range strings.SplitSeq(platforms, ",") {
 		os, arch, ok := strings.Cut(strings.TrimSpace(p), "/")
 		if !ok || os != "linux" || arch == "" {
 			return fmt.Errorf("-platforms: %q is not linux/ARCH", p)

@@ -55,10 +55,7 @@ func build(ctx context.Context, s settings) error {
 			images[arch] = img
 			per = append(per, "linux/"+arch+" "+d.String())
 		}
-		idx, err := index(images)
-		if err != nil {
-			return err
-		}
+		idx := index(images)
 		dir := filepath.Join(s.images, c.Name)
 		if err := os.RemoveAll(dir); err != nil {
 			return err

@@ -137,7 +137,7 @@ spec:
 		if err != nil {
 			return err.Error()
 		}
-		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		for l := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
 			if f := strings.Fields(l); len(f) < 4 || f[2] != "True" || f[3] != "True" {
 				return "not Ready: " + l
 			}
@@ -217,8 +217,10 @@ func (in *installer) images(args ...string) error {
 // platform and pushes them.
 func (in *installer) publish(version string) {
 	in.t.Helper()
-	common := []string{"-version", version, "-registry", in.registry, "-platforms", "linux/" + runtime.GOARCH,
-		"-images", filepath.Join(in.work, "images"), "-packages", filepath.Join(in.work, "xpkg"), "-crank", in.crank}
+	common := []string{
+		"-version", version, "-registry", in.registry, "-platforms", "linux/" + runtime.GOARCH,
+		"-images", filepath.Join(in.work, "images"), "-packages", filepath.Join(in.work, "xpkg"), "-crank", in.crank,
+	}
 	for _, step := range []string{"build", "package", "publish"} {
 		if err := in.images(append([]string{step}, common...)...); err != nil {
 			in.t.Fatal(err)
@@ -255,7 +257,7 @@ func lastLine(err error) string {
 	if err == nil {
 		return "no error"
 	}
-	for _, l := range strings.Split(err.Error(), "\n") {
+	for l := range strings.SplitSeq(err.Error(), "\n") {
 		if strings.Contains(l, "images:") {
 			return strings.TrimSpace(l)
 		}
@@ -272,7 +274,7 @@ func (in *installer) revision(resource, pkg, version string) string {
 		if err != nil {
 			return err.Error()
 		}
-		for _, l := range strings.Split(out, "\n") {
+		for l := range strings.SplitSeq(out, "\n") {
 			if f := strings.Fields(l); len(f) == 3 && strings.HasSuffix(f[1], pkg+":"+version) && f[2] == "Active" {
 				name = f[0]
 				return ""
@@ -351,7 +353,7 @@ func (in *installer) owned() {
 	owners := func(resource string) map[string]string {
 		out := in.kubectl("get", resource, "-o", `jsonpath={range .items[*]}{.metadata.name} {.metadata.ownerReferences[?(@.controller==true)].kind}{"\n"}{end}`)
 		m := map[string]string{}
-		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		for l := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
 			if f := strings.Fields(l); len(f) == 2 {
 				m[f[0]] = f[1]
 			} else if len(f) == 1 {

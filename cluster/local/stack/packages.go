@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,8 +81,8 @@ func ExtractBinary(ctx context.Context, ref, path, dest string) error {
 		return err
 	}
 	want := strings.TrimPrefix(path, "/")
-	for i := len(layers) - 1; i >= 0; i-- {
-		found, err := extractFrom(layers[i], want, dest)
+	for _, v := range slices.Backward(layers) {
+		found, err := extractFrom(v, want, dest)
 		if err != nil || found {
 			return err
 		}
