@@ -31,6 +31,7 @@ K8S_STAGING_V=v0.35.4
 XP_V=v2.4.0
 CRANK_V=v2.2.0
 REGISTRY_V=v0.21.8
+ALERTMANAGER_V=v0.35.0
 
 ETCD=$BIN/etcd-$ETCD_V
 APISERVER=$BIN/kube-apiserver-$K8S_V
@@ -38,6 +39,7 @@ KCM=$BIN/kube-controller-manager-$K8S_V
 CROSSPLANE=$BIN/crossplane-$XP_V
 CRANK=$BIN/crank-$CRANK_V
 REGISTRY=$BIN/registry-$REGISTRY_V
+ALERTMANAGER=$BIN/alertmanager-$ALERTMANAGER_V
 
 ETCD_PORT=$((12379 + OFF))
 ETCD_PEER_PORT=$((12380 + OFF))
@@ -167,6 +169,27 @@ build_registry() {
   rmdir "$d"
 }
 
+# build_alertmanager builds a real Alertmanager for the end-to-end suite
+# (it reads an Integration's Secret). NOTE: its module carries no built web
+# UI (ui/app/dist is made by npm at release time), so it is built from a copy
+# of the module source with a placeholder page there; the API is complete.
+build_alertmanager() {
+  built "alertmanager $ALERTMANAGER_V" "$ALERTMANAGER" && return
+  step "alertmanager $ALERTMANAGER_V: building from its Go module (~1 min cold)"
+  go mod download -json "github.com/prometheus/alertmanager@$ALERTMANAGER_V" >/dev/null
+  local d=$SRC/alertmanager-$ALERTMANAGER_V
+  rm -rf "$d"
+  cp -r "$(gomodcache)/github.com/prometheus/alertmanager@$ALERTMANAGER_V" "$d"
+  chmod -R u+w "$d"
+  local ui
+  for ui in elm mantine; do
+    mkdir -p "$d/ui/app/dist/$ui"
+    echo '<html><body>Alertmanager built from its Go module for provider-terdut tests: no web UI; the API works.</body></html>' >"$d/ui/app/dist/$ui/index.html"
+  done
+  (cd "$d" && go build -ldflags "-X github.com/prometheus/common/version.Version=${ALERTMANAGER_V#v}" \
+    -o "$ALERTMANAGER.tmp" ./cmd/alertmanager && mv "$ALERTMANAGER.tmp" "$ALERTMANAGER")
+}
+
 cmd_build() {
   mkdir -p "$BIN" "$SRC"
   local t0=$SECONDS
@@ -175,6 +198,7 @@ cmd_build() {
   build_crossplane
   build_crank
   build_registry
+  build_alertmanager
   step "all binaries ready in $BIN ($((SECONDS - t0)) s)"
 }
 
@@ -444,7 +468,8 @@ path)
   kube-apiserver) echo "$APISERVER" ;;
   kube-controller-manager) echo "$KCM" ;;
   registry) echo "$REGISTRY" ;;
-  *) echo "usage: $0 path crank|crossplane|etcd|kube-apiserver|kube-controller-manager|registry" >&2; exit 2 ;;
+  alertmanager) echo "$ALERTMANAGER" ;;
+  *) echo "usage: $0 path crank|crossplane|etcd|kube-apiserver|kube-controller-manager|registry|alertmanager" >&2; exit 2 ;;
   esac
   ;;
 *)

@@ -55,6 +55,7 @@ type flags struct {
 	namespace          string
 	listMaxAge         time.Duration
 	naive              bool
+	maxBackoff         time.Duration
 }
 
 func parse(args []string) (flags, error) {
@@ -73,6 +74,7 @@ func parse(args []string) (flags, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Where the Prometheus metrics are served; 0 turns them off.")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "Where /healthz and /readyz are served; 0 turns them off.")
 	fs.DurationVar(&f.listMaxAge, "list-max-age", -1, "How long one list of a team's switches or integrations (and of the teams and users) serves every MR that asks; 0 asks the server for each MR. Default: half of --poll, so drift is seen within 1.5 polls at most.")
+	fs.DurationVar(&f.maxBackoff, "max-backoff", 10*time.Second, "At most this long between the retries of one managed resource (crossplane-runtime's default is 60s): after an outage everything is back within it.")
 	fs.BoolVar(&f.naive, "naive", false, "Benchmarks only: no list sharing, and ownership checks that list every MR of a kind (the side-by-side \"before\" of make bench-scale).")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "crossplane-system"), "The provider's own namespace, where it keeps team-scoped keys (env POD_NAMESPACE).")
 	if err := fs.Parse(args); err != nil {
@@ -166,6 +168,7 @@ func run(f flags) error {
 			ListMaxAge: f.listMaxAge,
 		},
 		Naive:              f.naive,
+		MaxBackoff:         f.maxBackoff,
 		ManagementPolicies: f.managementPolicies,
 		Namespace:          f.namespace,
 		Indexes:            &generic.Indexes{},

@@ -7,9 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -46,6 +49,25 @@ type Options struct {
 	// Naive turns the list sharing and the index lookups off (benchmarks
 	// only: the side-by-side "before").
 	Naive bool
+
+	// MaxBackoff caps how long an MR waits before it is reconciled again
+	// after a reconcile that asked to be retried; zero is crossplane-
+	// runtime's 60 s.
+	MaxBackoff time.Duration
+}
+
+// ForControllerRuntime are the controller options, with the per-MR
+// backoff capped at MaxBackoff. NOTE: crossplane-runtime's reconciler asks
+// to be retried after successes too (a create, a delete to confirm), so an
+// MR that failed a while backs off even on its way back; the load a cap
+// lets through is still bounded by the global reconcile rate and by each
+// server's own limit.
+func (o Options) ForControllerRuntime() ctrlcontroller.Options {
+	c := o.Options.ForControllerRuntime()
+	if o.MaxBackoff > 0 {
+		c.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, o.MaxBackoff)
+	}
+	return c
 }
 
 // A Kind describes one managed-resource kind to Setup.
