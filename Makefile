@@ -8,10 +8,15 @@ GO ?= go
 # staticcheck among them) and checks the formatting.
 GOLANGCI_LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.12.2
 OUT := _output/bin
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# A semantic version (package dependencies are constraints on it): the
+# latest v* tag as git describe says, or v0.0.0-COMMITS-gHASH before any tag.
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-$$(git rev-list --count HEAD)-g$$(git rev-parse --short HEAD))
+# Where packages are published and depend on each other (make publish).
+REGISTRY ?= xpkg.example.com/ryuvia
+PLATFORMS ?= linux/amd64,linux/arm64
 LDFLAGS := -X git.ryuvia.com/niklas/provider-terdut/internal/version.Version=$(VERSION)
 
-.PHONY: all build generate check-generate lint unit fuzz render packages e2e chaos test bench bench-scale dev dev-down cluster-build
+.PHONY: all build generate check-generate lint unit fuzz render images packages publish e2e chaos test bench bench-scale dev dev-down cluster-build
 
 all: build
 
@@ -49,15 +54,24 @@ unit:
 render: cluster-build
 	CRANK=$$(cluster/local/local.sh path crank) $(GO) test -tags render -count=1 ./test/render/... $(if $(UPDATE),-args -update)
 
-## packages: build the provider, function and Configuration packages
-## (_output/xpkg/*.xpkg) with `crossplane xpkg build`.
-packages: cluster-build
-	@mkdir -p _output/xpkg
-	@crank=$$(cluster/local/local.sh path crank); set -e; \
-	for p in provider function configuration; do \
-		$$crank xpkg build --package-root=package/$$p -o _output/xpkg/$$p-terdut.xpkg; \
-		echo "package/$$p -> _output/xpkg/$$p-terdut.xpkg ($$(stat -c %s _output/xpkg/$$p-terdut.xpkg) bytes)"; \
-	done
+## images: the provider's and the function's runtime images, without Docker
+## (cluster/images): static binaries on an empty base, CA certificates,
+## user 65532, OCI labels, for PLATFORMS; an index in _output/images/NAME and
+## a tarball per platform. The same commit gives the same digests.
+images:
+	$(GO) run ./cluster/images build -version $(VERSION) -platforms $(PLATFORMS)
+
+## packages: the provider and function packages with their runtime image
+## embedded (one per platform), and the Configuration package depending on
+## $(REGISTRY)/{provider,function}-terdut >= $(VERSION); in _output/xpkg.
+packages: cluster-build images
+	$(GO) run ./cluster/images package -version $(VERSION) -registry $(REGISTRY) -platforms $(PLATFORMS) -crank $$(cluster/local/local.sh path crank)
+	@ls -l _output/xpkg
+
+## publish: push the three packages to $(REGISTRY) (REGISTRY=host/org),
+## refusing a provider or function package without its runtime image.
+publish: packages
+	$(GO) run ./cluster/images publish -version $(VERSION) -registry $(REGISTRY) -platforms $(PLATFORMS) -crank $$(cluster/local/local.sh path crank)
 
 ## e2e: the end-to-end suite against a real kube-apiserver + Crossplane core
 ## (with 10 crash trials, the fault storm and the tenancy escapes); then no
