@@ -45,6 +45,9 @@ func TestNamespaceReadIsGranted(t *testing.T) {
 	for _, v := range ruleVerbs {
 		verbs = append(verbs, v.(string))
 	}
+	if act := get(docs["ManagedResourceActivationPolicy"], "spec", "activate", 0); act != "*.terdut.ryuvia.com" {
+		t.Errorf("the install manifest activates %v, want the provider's kinds (*.terdut.ryuvia.com): safe-start leaves them inactive", act)
+	}
 	if sa != subject || env != "POD_NAMESPACE" || get(rule, "resources", 0) != "namespaces" ||
 		!slices.Contains(verbs, "get") || !slices.Contains(verbs, "list") || !slices.Contains(verbs, "watch") {
 		t.Errorf("install manifest: service account %v, bound %v, env %v, rule %v", sa, subject, env, rule)
