@@ -265,6 +265,9 @@ func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.D
 		if len(ready) >= want && notReady == 0 {
 			return ready, nil
 		}
+		if err := b.alive(); err != nil {
+			return nil, err
+		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%d of %d MRs Ready after %s", len(ready), want, limit)
 		}
@@ -362,10 +365,22 @@ func (b *bench) deleteAll(ctx context.Context, ns string) error {
 		if left == 0 {
 			return nil
 		}
+		if err := b.alive(); err != nil {
+			return err
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d MRs or server teams of %s left after 10 minutes", left, ns)
 		}
 	}
+}
+
+// alive fails when the provider has exited: a run without it measures
+// nothing.
+func (b *bench) alive() error {
+	if b.stack.Provider == nil || b.stack.Provider.Exited() {
+		return fmt.Errorf("the provider exited; see %s", b.stack.ProviderLog())
+	}
+	return nil
 }
 
 // percentiles of the MRs' time to Ready (1 s resolution).

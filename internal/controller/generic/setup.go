@@ -148,7 +148,12 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	name := managed.ControllerName(k.GroupKind)
 	record := NewRecorder(mgr, name)
 
-	newList := func() resource.ManagedList { return k.List.DeepCopyObject().(resource.ManagedList) } //nolint:forcetypeassert // A copy of a ManagedList is one.
+	// NOTE: the state metrics recorder lists into the list it is given, on
+	// its own goroutine: it gets a copy, and every other list is a copy of
+	// a template nothing writes to (copying a list while it is filled
+	// panicked the provider at 1,000 MRs).
+	template := k.List.DeepCopyObject()
+	newList := func() resource.ManagedList { return template.DeepCopyObject().(resource.ManagedList) } //nolint:forcetypeassert // A copy of a ManagedList is one.
 	if err := setupIndexes(mgr, o.Indexes, k); err != nil {
 		return err
 	}
@@ -191,7 +196,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
-			sm := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, k.List, o.MetricOptions.PollStateMetricInterval)
+			sm := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
 			if err := mgr.Add(sm); err != nil {
 				return errors.Wrapf(err, errStateMetrics, k.GroupKind)
 			}
