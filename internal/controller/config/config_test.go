@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,5 +46,34 @@ func TestForgetsTheClientsOfADeletedConfig(t *testing.T) {
 	}
 	if cache.Len() != 2 || inner.n != 2 {
 		t.Errorf("%d clients cached, %d requests handed on; want the kept config's 2 clients, and both requests handed on", cache.Len(), inner.n)
+	}
+}
+
+// A burst of usage changes is counted once per Every: the rest wait for the
+// next count instead of listing every usage again; other configs are not held
+// up.
+func TestCoalescingCountsABurstOnce(t *testing.T) {
+	inner := &handedOn{}
+	now := time.Unix(1000, 0)
+	c := &Coalescing{Reconciler: inner, Every: 2 * time.Second, now: func() time.Time { return now }}
+	def := reconcile.Request{NamespacedName: types.NamespacedName{Name: "default"}}
+	for i := range 1000 {
+		r, err := c.Reconcile(t.Context(), def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && r.RequeueAfter != 2*time.Second {
+			t.Fatalf("a held request asks to come back after %v, want 2s", r.RequeueAfter)
+		}
+	}
+	if inner.n != 1 {
+		t.Fatalf("1,000 usage changes at once were counted %d times, want 1", inner.n)
+	}
+	if _, err := c.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "other"}}); err != nil || inner.n != 2 {
+		t.Fatalf("another config was held up: %d counts, err %v", inner.n, err)
+	}
+	now = now.Add(2 * time.Second)
+	if r, err := c.Reconcile(t.Context(), def); err != nil || inner.n != 3 || r.RequeueAfter != 0 {
+		t.Fatalf("when the time is up: %d counts, requeue %v, err %v; want the count handed on", inner.n, r.RequeueAfter, err)
 	}
 }
