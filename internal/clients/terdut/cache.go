@@ -2,6 +2,7 @@ package terdut
 
 import (
 	"crypto/sha256"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,11 +27,16 @@ type Cache struct {
 type server struct {
 	limiter *limiter
 	public  *listCache
+	// transports are the server's connection pools, by CA bundle: the
+	// key is a header, so every key of a server shares one pool (250 team
+	// keys are not 250 pools of idle connections).
+	transports map[[sha256.Size]byte]*http.Transport
 }
 
 type cacheEntry struct {
-	digest [sha256.Size]byte
-	client *Client
+	digest   [sha256.Size]byte
+	endpoint string
+	client   *Client
 }
 
 // NewCache returns an empty Cache.
@@ -62,16 +68,28 @@ func (c *Cache) Get(owner string, o Options) (*Client, error) {
 	if e, ok := c.entries[owner]; ok && e.digest == d {
 		return e.client, nil
 	}
+	srv, ok := c.servers[o.Endpoint]
+	if !ok {
+		srv = &server{limiter: newLimiter(), transports: map[[sha256.Size]byte]*http.Transport{}}
+		c.servers[o.Endpoint] = srv
+	}
+	if o.Transport == nil {
+		ca := sha256.Sum256(o.CABundle)
+		t, ok := srv.transports[ca]
+		if !ok {
+			var err error
+			if t, err = newTransport(o.CABundle); err != nil {
+				return nil, err
+			}
+			srv.transports[ca] = t
+		}
+		o.Transport = t
+	}
 	cl, err := c.newFn(o)
 	if err != nil {
 		return nil, err
 	}
 	c.builds++
-	srv, ok := c.servers[o.Endpoint]
-	if !ok {
-		srv = &server{limiter: newLimiter()}
-		c.servers[o.Endpoint] = srv
-	}
 	cl.limiter = srv.limiter
 	if cl.public != nil {
 		if srv.public == nil {
@@ -79,11 +97,27 @@ func (c *Cache) Get(owner string, o Options) (*Client, error) {
 		}
 		cl.public = srv.public
 	}
-	if old, ok := c.entries[owner]; ok {
-		old.client.http.CloseIdleConnections()
-	}
-	c.entries[owner] = cacheEntry{digest: d, client: cl}
+	c.entries[owner] = cacheEntry{digest: d, endpoint: o.Endpoint, client: cl}
+	c.prune()
 	return cl, nil
+}
+
+// prune drops what a server's clients shared once it has none left (an
+// endpoint changed, or its configs are gone), closing its idle connections.
+func (c *Cache) prune() {
+	used := map[string]bool{}
+	for _, e := range c.entries {
+		used[e.endpoint] = true
+	}
+	for endpoint, srv := range c.servers {
+		if used[endpoint] {
+			continue
+		}
+		for _, t := range srv.transports {
+			t.CloseIdleConnections()
+		}
+		delete(c.servers, endpoint)
+	}
 }
 
 // Forget drops owner's client and those of every owner below it
@@ -92,12 +126,12 @@ func (c *Cache) Get(owner string, o Options) (*Client, error) {
 func (c *Cache) Forget(owner string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, e := range c.entries {
+	for k := range c.entries {
 		if k == owner || strings.HasPrefix(k, owner+"/") {
-			e.client.http.CloseIdleConnections()
 			delete(c.entries, k)
 		}
 	}
+	c.prune()
 }
 
 // Builds returns how many clients the cache has built: a client per

@@ -92,15 +92,9 @@ func New(o Options) (*Client, error) {
 	}
 	rt := o.Transport
 	if rt == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // DefaultTransport is always an *http.Transport.
-		if len(o.CABundle) > 0 {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(o.CABundle) {
-				return nil, errBadCA
-			}
-			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		if rt, err = newTransport(o.CABundle); err != nil {
+			return nil, err
 		}
-		rt = t
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -126,6 +120,26 @@ func New(o Options) (*Client, error) {
 		c.lists, c.public = newListCache(o.ListMaxAge), newListCache(o.ListMaxAge)
 	}
 	return c, nil
+}
+
+// maxIdlePerHost is how many idle connections to one server are kept: one
+// transport serves every key of a server (Cache), and Go's default of 2
+// would open and close connections under a few concurrent reconciles.
+const maxIdlePerHost = 16
+
+// newTransport is an HTTP transport trusting caBundle (PEM) instead of the
+// system roots when it is set.
+func newTransport(caBundle []byte) (*http.Transport, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // DefaultTransport is always an *http.Transport.
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	if len(caBundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caBundle) {
+			return nil, errBadCA
+		}
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return t, nil
 }
 
 // String describes the client without its key.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -255,5 +256,39 @@ func TestLimiterLearns(t *testing.T) {
 	}
 	if l.until.Before(before.Add(3*time.Second)) || l.throttled != 1 {
 		t.Errorf("pause until %v (want 3 s from now), throttled %d", l.until.Sub(before), l.throttled)
+	}
+}
+
+// Every key of one server shares one connection pool: 20 team keys asking in
+// turn use one connection, not 20; a server nobody uses any more is dropped.
+func TestKeysOfAServerShareConnections(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("[]"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+
+	c := NewCache()
+	for i := range 20 {
+		cl, err := c.Get(fmt.Sprintf("ClusterProviderConfig/default/team/%d", i), Options{Endpoint: srv.URL, Token: Secret(fmt.Sprintf("tdk_%d", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.ListUsers(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("20 keys asking in turn opened %d connections, want 1", n)
+	}
+	c.Forget("ClusterProviderConfig/default")
+	if len(c.servers) != 0 {
+		t.Errorf("after the last config of a server is forgotten, %d servers are still kept", len(c.servers))
 	}
 }
