@@ -7,6 +7,10 @@ GO ?= go
 # golangci-lint runs every linter .golangci.yml does not disable (govet and
 # staticcheck among them) and checks the formatting.
 GOLANGCI_LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.12.2
+# Its result cache lives in the checkout: a cache shared between clones
+# replays another clone's issues under that clone's absolute paths, which the
+# path rules of .golangci.yml (relative, anchored) then fail to exclude.
+export GOLANGCI_LINT_CACHE ?= $(CURDIR)/_output/golangci-lint-cache
 OUT := _output/bin
 # A semantic version (package dependencies are constraints on it): the
 # latest v* tag as git describe says, or v0.0.0-COMMITS-gHASH before any tag.
