@@ -67,6 +67,9 @@ type Connector[M resource.ModernManaged] struct {
 	Credentials Credentials[M]
 	Owners      Owners
 	External    func(Deps) managed.TypedExternalClient[M]
+	// Checks counts this kind's Observe calls (nil: not counted).
+	Checks *Checks
+	Kind   string
 }
 
 // Connect implements managed.TypedExternalConnector.
@@ -100,10 +103,10 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if cl == nil {
 		return untouched[M]{}, nil
 	}
-	return c.External(Deps{
+	return counted(c.Checks, c.Kind, c.External(Deps{
 		Client: cl, Conn: conn, Kube: c.Kube, Reader: pastCache(c.Reader, c.Kube), Record: c.Record,
 		Adopter: Adopter{Check: c.Owners.Adoptable(mg), Record: c.Record, Object: mg},
-	}), nil
+	})), nil
 }
 
 // pastCache is r, the API reader, or kube when there is none (unit tests,

@@ -54,6 +54,9 @@ type Options struct {
 	// after a reconcile that asked to be retried; zero is crossplane-
 	// runtime's 60 s.
 	MaxBackoff time.Duration
+
+	// Checks counts the comparisons with the server; nil counts none.
+	Checks *Checks
 }
 
 // ForControllerRuntime are the controller options, with the per-MR
@@ -176,6 +179,8 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		Credentials: k.Credentials,
 		Owners:      owners,
 		External:    k.External,
+		Checks:      o.Checks,
+		Kind:        k.GVK.Kind,
 	}
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[M](conn),
@@ -186,6 +191,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithRecorder(record),
 		managed.WithDeterministicExternalName(k.DeterministicExternalName),
+		managed.WithReferenceResolver(References{Reader: mgr.GetClient(), Patch: managed.NewAPISimpleReferenceResolver(mgr.GetClient())}),
 	}
 	if o.ManagementPolicies {
 		opts = append(opts, managed.WithManagementPolicies())
