@@ -6,17 +6,22 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -46,6 +51,7 @@ type flags struct {
 	poll               time.Duration
 	pollStateMetric    time.Duration
 	maxReconcileRate   int
+	maxConcurrent      int
 	managementPolicies bool
 	safeStart          bool
 	changeLogs         bool
@@ -56,6 +62,7 @@ type flags struct {
 	listMaxAge         time.Duration
 	naive              bool
 	maxBackoff         time.Duration
+	pprof              bool
 }
 
 func parse(args []string) (flags, error) {
@@ -66,7 +73,8 @@ func parse(args []string) (flags, error) {
 	fs.DurationVar(&f.sync, "sync", time.Hour, "How often every resource is re-listed from the API server.")
 	fs.DurationVar(&f.poll, "poll", time.Minute, "How often each managed resource is checked against terdut-server for drift.")
 	fs.DurationVar(&f.pollStateMetric, "poll-state-metric", 5*time.Second, "How often the managed resource state metrics are recorded.")
-	fs.IntVar(&f.maxReconcileRate, "max-reconcile-rate", 10, "Reconciles per second, at most, across all kinds; also the concurrency per kind.")
+	fs.IntVar(&f.maxReconcileRate, "max-reconcile-rate", 100, "Reconciles per second, at most, across all kinds (the Kubernetes client may send five times as many requests per second). At rest each MR needs one per --poll: 1,000 MRs at --poll=1m are 17 a second.")
+	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", 10, "Reconciles of one kind at the same time (0: --max-reconcile-rate). terdut-server is protected by its own stated rate limit, which the provider follows.")
 	fs.BoolVar(&f.managementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies (Observe-only import, orphaning).")
 	fs.BoolVar(&f.safeStart, "enable-safe-start", true, "Start each kind's controller only once its CRD is established.")
 	fs.BoolVar(&f.changeLogs, "enable-changelogs", false, "Send a change log entry for every create, update and delete to the changelogs socket.")
@@ -76,9 +84,13 @@ func parse(args []string) (flags, error) {
 	fs.DurationVar(&f.listMaxAge, "list-max-age", -1, "How long one list of a team's switches or integrations (and of the teams and users) serves every MR that asks; 0 asks the server for each MR. Default: half of --poll, so drift is seen within 1.5 polls at most.")
 	fs.DurationVar(&f.maxBackoff, "max-backoff", 10*time.Second, "At most this long between the retries of one managed resource (crossplane-runtime's default is 60s): after an outage everything is back within it.")
 	fs.BoolVar(&f.naive, "naive", false, "Benchmarks only: no list sharing, and ownership checks that list every MR of a kind (the side-by-side \"before\" of make bench-scale).")
+	fs.BoolVar(&f.pprof, "pprof", false, "Serve Go's profiles at /debug/pprof/ on the metrics address (for an SRE measuring memory or CPU).")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "crossplane-system"), "The provider's own namespace, where it keeps team-scoped keys (env POD_NAMESPACE).")
 	if err := fs.Parse(args); err != nil {
 		return f, err
+	}
+	if f.maxConcurrent <= 0 {
+		f.maxConcurrent = f.maxReconcileRate
 	}
 	if f.listMaxAge < 0 {
 		f.listMaxAge = f.poll / 2
@@ -102,22 +114,31 @@ func main() {
 
 func run(f flags) error {
 	zl := zap.New(zap.UseDevMode(f.debug))
-	log := logging.NewLogrLogger(zl.WithName("provider-terdut"))
+	log := logging.Logger(lazyLogger{base: logging.NewLogrLogger(zl.WithName("provider-terdut")), debug: f.debug})
 	if f.debug {
 		ctrl.SetLogger(zl)
 	} else {
 		// controller-runtime is very verbose even at info level.
-		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+		ctrl.SetLogger(logr.Discard())
 	}
-	log.Info("Starting", "version", version.Version, "poll", f.poll.String(), "max-reconcile-rate", f.maxReconcileRate, "list-max-age", f.listMaxAge.String(), "naive", f.naive)
+	log.Info("Starting", "version", version.Version, "poll", f.poll.String(), "max-reconcile-rate", f.maxReconcileRate, "max-concurrent-reconciles", f.maxConcurrent, "list-max-age", f.listMaxAge.String(), "naive", f.naive)
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("cannot get the API server's config: %w", err)
 	}
+	scheme := runtime.NewScheme()
+	for what, add := range map[string]func(*runtime.Scheme) error{
+		"Kubernetes' APIs": clientgoscheme.AddToScheme, "the provider's APIs": apis.AddToScheme, "CRDs": apiextensionsv1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return fmt.Errorf("cannot add %s to the scheme: %w", what, err)
+		}
+	}
 	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate), ctrl.Options{
-		Cache:                      cache.Options{SyncPeriod: &f.sync},
-		Metrics:                    metricsserver.Options{BindAddress: f.metricsAddr},
+		Scheme:                     scheme,
+		Cache:                      cacheOptions(f.sync),
+		Metrics:                    metricsserver.Options{BindAddress: f.metricsAddr, ExtraHandlers: profiles(f.pprof)},
 		HealthProbeBindAddress:     f.healthAddr,
 		LeaderElection:             f.leaderElection,
 		LeaderElectionID:           "crossplane-leader-election-provider-terdut",
@@ -127,12 +148,6 @@ func run(f flags) error {
 	})
 	if err != nil {
 		return fmt.Errorf("cannot create the controller manager: %w", err)
-	}
-	if err := apis.AddToScheme(mgr.GetScheme()); err != nil {
-		return fmt.Errorf("cannot add the provider's APIs to the scheme: %w", err)
-	}
-	if err := apiextensionsv1.AddToScheme(mgr.GetScheme()); err != nil {
-		return fmt.Errorf("cannot add CRDs to the scheme: %w", err)
 	}
 	if f.healthAddr != "0" {
 		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -145,12 +160,13 @@ func run(f flags) error {
 
 	mrMetrics := managed.NewMRMetricRecorder()
 	stateMetrics := statemetrics.NewMRStateMetrics()
-	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
+	checks := generic.NewChecks()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks)
 
 	o := generic.Options{
 		Options: controller.Options{
 			Logger:                  log,
-			MaxConcurrentReconciles: f.maxReconcileRate,
+			MaxConcurrentReconciles: f.maxConcurrent,
 			PollInterval:            f.poll,
 			GlobalRateLimiter:       ratelimiter.NewGlobal(f.maxReconcileRate),
 			Features:                &feature.Flags{},
@@ -172,6 +188,7 @@ func run(f flags) error {
 		ManagementPolicies: f.managementPolicies,
 		Namespace:          f.namespace,
 		Indexes:            &generic.Indexes{},
+		Checks:             checks,
 	}
 	if f.changeLogs {
 		conn, err := grpc.NewClient("unix://"+f.changeLogsSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -193,6 +210,35 @@ func run(f flags) error {
 		return fmt.Errorf("cannot set up the controllers: %w", err)
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// cacheOptions keep what the controllers read and no more: no object's
+// managedFields (nothing here reads them; updates without them leave the
+// server's as they are), and no CRD's schemas (the safe-start gate reads only
+// names, versions and conditions) - in a cluster of many providers those are
+// most of the cache.
+func cacheOptions(sync time.Duration) cache.Options {
+	return cache.Options{
+		SyncPeriod:       &sync,
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
+		},
+	}
+}
+
+// profiles are Go's pprof handlers, if on.
+func profiles(on bool) map[string]http.Handler {
+	if !on {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }
 
 func envOr(key, fallback string) string {
