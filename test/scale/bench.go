@@ -44,13 +44,16 @@ type result struct {
 	CreateRequests map[string]int `json:"createRequests"`
 
 	// At rest, over three polls: requests by route, and per MR per poll.
-	RestRequests       map[string]int `json:"restRequests"`
-	RestPolls          float64        `json:"restPolls"`
-	GETsPerMRPerPoll   float64        `json:"getsPerMRPerPoll"`
-	BytesPerMRPerPoll  float64        `json:"bytesPerMRPerPoll"`
-	RequestsPerMRPoll  float64        `json:"requestsPerMRPerPoll"`
-	ProviderPeakRSSMiB float64        `json:"providerPeakRSSMiB"`
-	ProviderCPUSeconds float64        `json:"providerCPUSeconds"`
+	RestRequests map[string]int `json:"restRequests"`
+	RestPolls    float64        `json:"restPolls"`
+	// ChecksPerMRPerPoll is how often each MR was compared with the server
+	// (provider_terdut_checks_total): below 1, drift is not seen every poll.
+	ChecksPerMRPerPoll float64 `json:"checksPerMRPerPoll"`
+	GETsPerMRPerPoll   float64 `json:"getsPerMRPerPoll"`
+	BytesPerMRPerPoll  float64 `json:"bytesPerMRPerPoll"`
+	RequestsPerMRPoll  float64 `json:"requestsPerMRPerPoll"`
+	ProviderPeakRSSMiB float64 `json:"providerPeakRSSMiB"`
+	ProviderCPUSeconds float64 `json:"providerCPUSeconds"`
 
 	// DeleteSeconds is how long until every MR and server object was gone.
 	DeleteSeconds float64 `json:"deleteSeconds"`
@@ -102,7 +105,7 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm b
 	if err := d.Admin(ctx, http.MethodDelete, "/admin/counters", nil, nil); err != nil {
 		return r, err
 	}
-	before, err := b.reconciles(ctx)
+	before, err := b.metric(ctx, `controller_runtime_reconcile_total{controller="managed/`)
 	if err != nil {
 		return r, err
 	}
@@ -117,7 +120,7 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm b
 	}
 	r.ReadySeconds = time.Since(start).Seconds()
 	r.P50, r.P95, r.Max = percentiles(ready, start)
-	after, err := b.reconciles(ctx)
+	after, err := b.metric(ctx, `controller_runtime_reconcile_total{controller="managed/`)
 	if err != nil {
 		return r, err
 	}
@@ -132,8 +135,16 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm b
 	if err := d.Admin(ctx, http.MethodDelete, "/admin/counters", nil, nil); err != nil {
 		return r, err
 	}
+	checks, err := b.metric(ctx, `provider_terdut_checks_total{`)
+	if err != nil {
+		return r, err
+	}
 	rest := time.Now()
 	time.Sleep(3 * b.poll)
+	checked, err := b.metric(ctx, `provider_terdut_checks_total{`)
+	if err != nil {
+		return r, err
+	}
 	if r.RestRequests, err = d.Counters(ctx); err != nil {
 		return r, err
 	}
@@ -157,6 +168,7 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm b
 		}
 	}
 	per := float64(r.MRs) * r.RestPolls
+	r.ChecksPerMRPerPoll = float64(checked-checks) / per
 	r.GETsPerMRPerPoll, r.RequestsPerMRPoll, r.BytesPerMRPerPoll = float64(gets)/per, float64(all)/per, float64(sent)/per
 
 	if withStorm {
@@ -276,7 +288,8 @@ func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.D
 }
 
 // reconciles is the provider's managed reconciles so far.
-func (b *bench) reconciles(ctx context.Context) (int, error) {
+// metric sums the provider's metric lines that start with prefix.
+func (b *bench) metric(ctx context.Context, prefix string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.stack.ProviderMetricsAddr()+"/metrics", nil)
 	if err != nil {
 		return 0, err
@@ -292,7 +305,7 @@ func (b *bench) reconciles(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for line := range strings.SplitSeq(string(body), "\n") {
-		if !strings.HasPrefix(line, `controller_runtime_reconcile_total{controller="managed/`) {
+		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
 		f := strings.Fields(line)

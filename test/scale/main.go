@@ -45,6 +45,24 @@ type step struct {
 	storm bool
 }
 
+// Floor is the fewest GETs per MR per poll that see every MR's drift within a
+// poll: the API has no list across teams, so each team costs one GET of its
+// policy, one list of its switches and one of its integrations (the teams
+// and users lists are shared by all).
+func (s shape) Floor() float64 {
+	per := 0
+	if s.Policy {
+		per++
+	}
+	if s.Switches > 0 {
+		per++
+	}
+	if s.Integrations > 0 {
+		per++
+	}
+	return float64(s.Teams*per) / float64(s.MRs())
+}
+
 // MRs is how many managed resources the shape has.
 func (s shape) MRs() int {
 	per := 1 + s.Switches + s.Integrations
