@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -256,6 +257,33 @@ func TestLimiterLearns(t *testing.T) {
 	}
 	if l.until.Before(before.Add(3*time.Second)) || l.throttled != 1 {
 		t.Errorf("pause until %v (want 3 s from now), throttled %d", l.until.Sub(before), l.throttled)
+	}
+}
+
+// TestStatedLimitLapses: a limit the server stops stating lapses
+// statedLapse after the last answer that stated it; until then answers
+// without it (a server that states it only on some) keep the pace.
+func TestStatedLimitLapses(t *testing.T) {
+	clock := time.Unix(1_000_000, 0)
+	l := newLimiter()
+	l.now = func() time.Time { return clock }
+	stating := http.Header{}
+	stating.Set(headerRateLimitPolicy, "20;w=1")
+	l.observe(stating, http.StatusOK)
+
+	clock = clock.Add(statedLapse / 2)
+	l.observe(http.Header{}, http.StatusOK)
+	if l.rate.Limit() != 18 {
+		t.Fatalf("pace %v %v after the last statement, want still 18 a second", l.rate.Limit(), statedLapse/2)
+	}
+	clock = clock.Add(statedLapse)
+	l.observe(http.Header{}, http.StatusOK)
+	if l.rate.Limit() != rate.Inf {
+		t.Errorf("pace %v after the server stopped stating a limit for %v, want unlimited", l.rate.Limit(), 3*statedLapse/2)
+	}
+	l.observe(stating, http.StatusOK)
+	if l.rate.Limit() != 18 {
+		t.Errorf("pace %v after the limit was stated again, want 18 a second", l.rate.Limit())
 	}
 }
 

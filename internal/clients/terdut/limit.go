@@ -15,12 +15,15 @@ import (
 // A limiter keeps the provider's requests to one server at or below what
 // that server asks for. A 429's Retry-After pauses every request to the
 // server until then (not only the one refused), and a stated limit
-// (headerRateLimitPolicy) caps the rate from then on. A server that states
-// nothing is not limited.
+// (headerRateLimitPolicy) caps the rate while the server keeps stating it.
+// A server that states nothing is not limited.
 type limiter struct {
 	mu    sync.Mutex
 	rate  *rate.Limiter
 	until time.Time
+	// stated is when an answer last stated the limit; now is the clock.
+	stated time.Time
+	now    func() time.Time
 	// throttled counts the 429s the server answered.
 	throttled int
 }
@@ -28,7 +31,14 @@ type limiter struct {
 // paceShare is the share of a stated limit the provider uses.
 const paceShare = 0.9
 
-func newLimiter() *limiter { return &limiter{rate: rate.NewLimiter(rate.Inf, 1)} }
+// statedLapse is how long a stated limit holds after the last answer that
+// stated it, while answers come without one: a server that lifts its limit
+// gets the provider's full rate back (after a 429 storm, 1,000 deletions at a
+// forgotten 13.5 a second took 143 s instead of 20), and one that states its
+// limit only on some answers keeps being paced between them.
+const statedLapse = 10 * time.Second
+
+func newLimiter() *limiter { return &limiter{rate: rate.NewLimiter(rate.Inf, 1), now: time.Now} }
 
 // wait blocks until a request may be sent: after the server's pause (unless
 // skipPause) and within its stated rate.
@@ -54,13 +64,20 @@ func (l *limiter) observe(h http.Header, code int) {
 	limit *= paceShare
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if stated && l.rate.Limit() != limit {
-		l.rate.SetLimit(limit)
-		l.rate.SetBurst(1)
+	now := l.now()
+	switch {
+	case stated:
+		l.stated = now
+		if l.rate.Limit() != limit {
+			l.rate.SetLimit(limit)
+			l.rate.SetBurst(1)
+		}
+	case l.rate.Limit() != rate.Inf && now.Sub(l.stated) > statedLapse:
+		l.rate.SetLimit(rate.Inf)
 	}
 	if code == http.StatusTooManyRequests {
 		l.throttled++
-		if until := time.Now().Add(retryAfter(h.Get("Retry-After"))); until.After(l.until) {
+		if until := now.Add(retryAfter(h.Get("Retry-After"))); until.After(l.until) {
 			l.until = until
 		}
 	}
