@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
-	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +19,6 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/cluster/local/stack"
-	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
 // A result is what one run measured.
@@ -59,18 +54,6 @@ type result struct {
 	DeleteSeconds float64 `json:"deleteSeconds"`
 
 	Storm *storm `json:"storm,omitempty"`
-}
-
-// storm is what a 429 storm at rest showed.
-type storm struct {
-	Limit int `json:"statedLimitPerSecond"`
-	// MaxPerSecond is the most requests that arrived in one second.
-	MaxPerSecond int `json:"maxPerSecond"`
-	Requests     int `json:"requests"`
-	Throttled    int `json:"throttled"`
-	Seconds      int `json:"seconds"`
-	// MRsNotSynced is the most MRs seen Synced=False at once.
-	MRsNotSynced int `json:"mrsNotSynced"`
 }
 
 type bench struct {
@@ -287,7 +270,6 @@ func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.D
 	}
 }
 
-// reconciles is the provider's managed reconciles so far.
 // metric sums the provider's metric lines that start with prefix.
 func (b *bench) metric(ctx context.Context, prefix string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.stack.ProviderMetricsAddr()+"/metrics", nil)
@@ -315,42 +297,6 @@ func (b *bench) metric(ctx context.Context, prefix string) (int, error) {
 	return n, nil
 }
 
-// storm states a rate limit for two polls and watches what the provider
-// does: its request rate, and how many MRs go Synced=False.
-func (b *bench) storm(ctx context.Context, ns string, rps int) (*storm, error) {
-	d := b.stack.Double
-	b.logf("429 storm: the double states %d requests a second for two polls", rps)
-	if err := d.Admin(ctx, http.MethodPut, "/admin/rate-limit", terdutdouble.RateLimit{RPS: rps, RetryAfter: 1}, nil); err != nil {
-		return nil, err
-	}
-	time.Sleep(3 * time.Second) // the provider learns the limit from its next answers
-	if err := d.Admin(ctx, http.MethodDelete, "/admin/counters", nil, nil); err != nil {
-		return nil, err
-	}
-	st := &storm{Limit: rps}
-	for end := time.Now().Add(2 * b.poll); time.Now().Before(end); time.Sleep(5 * time.Second) {
-		notSynced := 0
-		for _, l := range lists() {
-			if err := b.stack.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
-				return nil, err
-			}
-			for _, mg := range l.GetItems() {
-				if mg.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse {
-					notSynced++
-				}
-			}
-		}
-		st.MRsNotSynced = max(st.MRsNotSynced, notSynced)
-	}
-	var rate terdutdouble.RateStats
-	if err := d.Admin(ctx, http.MethodGet, "/admin/rate", nil, &rate); err != nil {
-		return nil, err
-	}
-	st.MaxPerSecond, st.Requests, st.Throttled, st.Seconds = rate.MaxPerSecond, rate.Requests, rate.Throttled, rate.Seconds
-	return st, d.Admin(ctx, http.MethodPut, "/admin/rate-limit", terdutdouble.RateLimit{}, nil)
-}
-
-// deleteAll deletes every MR of ns and waits until they and their server
 // objects are gone.
 func (b *bench) deleteAll(ctx context.Context, ns string) error {
 	for _, o := range []client.Object{&v1alpha1.Integration{}, &v1alpha1.DeadmanSwitch{}, &v1alpha1.EscalationPolicy{}, &v1alpha1.Team{}} {
@@ -394,56 +340,4 @@ func (b *bench) alive() error {
 		return fmt.Errorf("the provider exited; see %s", b.stack.ProviderLog())
 	}
 	return nil
-}
-
-// percentiles of the MRs' time to Ready (1 s resolution).
-func percentiles(ready []time.Time, start time.Time) (p50, p95, maxS float64) {
-	s := start.Truncate(time.Second)
-	d := make([]float64, 0, len(ready))
-	for _, t := range ready {
-		d = append(d, max(0, t.Sub(s).Seconds()))
-	}
-	slices.Sort(d)
-	at := func(q float64) float64 { return d[min(len(d)-1, int(q*float64(len(d))))] }
-	return at(0.5), at(0.95), d[len(d)-1]
-}
-
-// procStats reads a process's peak RSS (MiB) and CPU seconds from /proc.
-func procStats(pid int) (peakMiB, cpu float64) {
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err == nil {
-		for line := range strings.SplitSeq(string(status), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-				peakMiB = kb / 1024
-			}
-		}
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err == nil {
-		// The fields after the command's closing parenthesis; utime and
-		// stime are the 14th and 15th of the whole line, in clock ticks
-		// (100 a second on Linux).
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 {
-			f := strings.Fields(string(stat[i+1:]))
-			if len(f) > 12 {
-				u, _ := strconv.ParseFloat(f[11], 64)
-				s, _ := strconv.ParseFloat(f[12], 64)
-				cpu = (u + s) / 100
-			}
-		}
-	}
-	return peakMiB, cpu
-}
-
-// routes sorts a request count map for printing.
-func routes(m map[string]int) []string {
-	keys := slices.Sorted(maps.Keys(m))
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if strings.Contains(k, " /api/") {
-			out = append(out, fmt.Sprintf("%s %d", k, m[k]))
-		}
-	}
-	return out
 }
