@@ -282,14 +282,15 @@ spec:
 		// NOTE: refused at Create (adoption), where the runtime marks
 		// Ready Creating: the refusal is Synced's message.
 		cr := &v1alpha1.Team{ObjectMeta: om("esc-b", "alpha-too")}
+		why := ""
 		eventually(t, 60*time.Second, "alpha-too refused", func() string {
 			_ = env.kube.Get(t.Context(), client.ObjectKeyFromObject(cr), cr)
-			if c := cr.GetCondition(xpv2.TypeSynced); !strings.Contains(c.Message, "is already managed by Team esc-a/alpha") {
-				return c.Message
+			// An empty message (not reconciled yet) must not read as done.
+			if why = cr.GetCondition(xpv2.TypeSynced).Message; !strings.Contains(why, "is already managed by Team esc-a/alpha") {
+				return "Synced: " + why
 			}
 			return ""
 		})
-		why := cr.GetCondition(xpv2.TypeSynced).Message
 		if meta.GetExternalName(cr) != "" {
 			return why, "it took team " + meta.GetExternalName(cr)
 		}
