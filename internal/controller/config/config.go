@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/providerconfig"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -49,15 +50,17 @@ func setup(mgr ctrl.Manager, o generic.Options) error {
 		r := providerconfig.NewReconciler(uncopiedLists{mgr}, k.config,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
 			providerconfig.WithRecorder(generic.NewRecorder(mgr, name)))
-		f := &Forgetting{Reconciler: r, Kube: mgr.GetClient(), Clients: o.Servers.Clients, Kind: k.kind, NewObject: func() client.Object {
+		newObject := func() client.Object {
 			return k.object.DeepCopyObject().(client.Object) //nolint:forcetypeassert // A copy of a provider config is one.
-		}}
+		}
+		f := &Forgetting{Reconciler: r, Kube: mgr.GetClient(), Clients: o.Servers.Clients, Kind: k.kind, NewObject: newObject}
+		unguarded := Unguarded(mgr.GetClient(), newObject)
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named(name).
 			WithOptions(o.ForControllerRuntime()).
 			For(k.object).
 			Watches(&v1alpha1.ProviderConfigUsage{}, &resource.EnqueueRequestForProviderConfig{Kind: k.kind}).
-			Complete(ratelimiter.NewReconciler(name, &Coalescing{Reconciler: f, Every: coalesceEvery}, o.GlobalRateLimiter))
+			Complete(ratelimiter.NewReconciler(name, &Coalescing{Reconciler: f, Every: coalesceEvery, Urgent: unguarded}, o.GlobalRateLimiter))
 		if err != nil {
 			return err
 		}
@@ -105,15 +108,36 @@ func (f *Forgetting) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // counted.
 const coalesceEvery = 2 * time.Second
 
+// inUse is the finalizer crossplane-runtime's provider config reconciler
+// puts on a config so that it is not deleted while MRs use it.
+const inUse = "in-use.crossplane.io"
+
+// Unguarded says whether a provider config is not (yet, or any more) guarded
+// by its in-use finalizer: until the first count puts it on, nothing stops
+// the config's deletion while MRs use it, and an MR whose config is gone can
+// never finish its own deletion (a claim deleted a second after it was made
+// left its ServiceAccount stuck so). Such a request is never held back.
+func Unguarded(kube client.Reader, newObject func() client.Object) func(context.Context, reconcile.Request) bool {
+	return func(ctx context.Context, req reconcile.Request) bool {
+		o := newObject()
+		if err := kube.Get(ctx, req.NamespacedName, o); err != nil {
+			return true
+		}
+		return !meta.FinalizerExists(o, inUse)
+	}
+}
+
 // Coalescing hands a request on at most once per Every, and asks for it
 // again when that time is up: a provider config is reconciled for every
 // change of every usage of it, and 1,000 MRs created at once were 1,000
-// counts of 1,000 usages. Its status lags by Every at most.
+// counts of 1,000 usages. Its status lags by Every at most. A request
+// Urgent says yes to is handed on at once.
 type Coalescing struct {
 	reconcile.Reconciler
 
-	Every time.Duration
-	now   func() time.Time
+	Every  time.Duration
+	Urgent func(context.Context, reconcile.Request) bool
+	now    func() time.Time
 
 	mu   sync.Mutex
 	last map[reconcile.Request]time.Time
@@ -129,7 +153,7 @@ func (c *Coalescing) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if c.last == nil {
 		c.last = map[reconcile.Request]time.Time{}
 	}
-	if wait := c.Every - now.Sub(c.last[req]); wait > 0 {
+	if wait := c.Every - now.Sub(c.last[req]); wait > 0 && (c.Urgent == nil || !c.Urgent(ctx, req)) {
 		c.mu.Unlock()
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}

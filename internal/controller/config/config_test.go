@@ -77,3 +77,38 @@ func TestCoalescingCountsABurstOnce(t *testing.T) {
 		t.Fatalf("when the time is up: %d counts, requeue %v, err %v; want the count handed on", inner.n, r.RequeueAfter, err)
 	}
 }
+
+// A config the in-use finalizer does not guard yet (made a moment ago) is
+// counted at once, however recently it was last: until it is, nothing stops
+// its deletion while MRs use it, and those MRs could then never be deleted.
+// A guarded config's burst is still held back.
+func TestCoalescingNeverHoldsAnUnguardedConfig(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = v1alpha1.AddToScheme(s)
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "new"}},
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Finalizers: []string{"in-use.crossplane.io"}}},
+	).Build()
+	inner := &handedOn{}
+	now := time.Unix(1000, 0)
+	c := &Coalescing{
+		Reconciler: inner, Every: 2 * time.Second, now: func() time.Time { return now },
+		Urgent: Unguarded(kube, func() client.Object { return &v1alpha1.ClusterProviderConfig{} }),
+	}
+	for _, name := range []string{"gone", "new", "guarded"} {
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+		before := inner.n
+		for range 3 {
+			if _, err := c.Reconcile(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := 3
+		if name == "guarded" {
+			want = 1
+		}
+		if got := inner.n - before; got != want {
+			t.Errorf("config %q: 3 requests within 2s were handed on %d times, want %d", name, got, want)
+		}
+	}
+}
