@@ -88,6 +88,7 @@ func run() error {
 	stormRPS := flag.Int("storm-rps", 15, "The limit the double states in the 429 storm (0 skips it).")
 	naive := flag.Bool("naive", true, "Also run the largest N and the wide shape --naive, for the side-by-side ratio.")
 	providerArgs := flag.String("provider-args", "", "More provider flags, space separated (e.g. --max-reconcile-rate=50).")
+	providerEnv := flag.String("provider-env", "", "Environment of the provider only, space separated (e.g. GOMEMLIMIT=64MiB GOGC=50).")
 	out := flag.String("out", "_output/bench", "Where the JSON and the SVG plot go.")
 	flag.Parse()
 
@@ -100,6 +101,7 @@ func run() error {
 	base := append([]string{"--poll=" + poll.String()}, strings.Fields(*providerArgs)...)
 	s, err := stack.Up(ctx, stack.Options{
 		Root: root, Name: "bench", PortOffset: 200, ProviderArgs: base,
+		ProviderEnv: strings.Fields(*providerEnv),
 		DoubleArgs: []string{"-latency=" + latency.String()}, Out: os.Stderr,
 	})
 	if err != nil {
@@ -143,7 +145,8 @@ func run() error {
 		printRow(os.Stderr, r)
 		results = append(results, r)
 	}
-	report := newReport(results, *poll, *latency, base)
+	// The environment first, as a shell line would show it.
+	report := newReport(results, *poll, *latency, append(strings.Fields(*providerEnv), base...))
 	if err := os.MkdirAll(*out, 0o750); err != nil {
 		return err
 	}

@@ -21,7 +21,12 @@ type Process struct {
 
 // Start runs bin with args in the background, logging to RUN/NAME.log
 // (appended) with KUBECONFIG set to the stack's.
-func (s *Stack) Start(_ context.Context, name, bin string, args ...string) (*Process, error) {
+func (s *Stack) Start(ctx context.Context, name, bin string, args ...string) (*Process, error) {
+	return s.start(ctx, nil, name, bin, args...)
+}
+
+// start is Start with env added to the process's environment.
+func (s *Stack) start(_ context.Context, env []string, name, bin string, args ...string) (*Process, error) {
 	if err := os.MkdirAll(s.Run, 0o750); err != nil {
 		return nil, err
 	}
@@ -33,7 +38,7 @@ func (s *Stack) Start(_ context.Context, name, bin string, args ...string) (*Pro
 	// program that started it; it is stopped by PID.
 	cmd := exec.Command(bin, args...) //nolint:noctx // Stopped by PID, see above.
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.Kubeconfig)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+s.Kubeconfig), env...)
 	// Its own process group: a Ctrl-C meant for the caller is not its.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

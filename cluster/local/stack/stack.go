@@ -42,6 +42,9 @@ type Options struct {
 	// ProviderArgs are the provider's flags (--poll=30s, ...); the stack
 	// adds its metrics and health addresses.
 	ProviderArgs []string
+	// ProviderEnv is added to the provider's environment only (e.g.
+	// GOMEMLIMIT=64MiB), not to the control plane's.
+	ProviderEnv []string
 	// DoubleArgs are extra flags of the double (e.g. -latency=20ms).
 	DoubleArgs []string
 	// Users are the double's users (escalation targets).
@@ -257,7 +260,7 @@ func (s *Stack) StartProvider(ctx context.Context, extra ...string) error {
 		"--metrics-bind-address=" + s.ProviderMetricsAddr(),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(18091+s.PortOffset),
 	}, s.ProviderArgs...)
-	p, err := s.Start(ctx, "provider", s.Bin("provider"), append(args, extra...)...)
+	p, err := s.start(ctx, s.ProviderEnv, "provider", s.Bin("provider"), append(args, extra...)...)
 	if err != nil {
 		return err
 	}
