@@ -40,7 +40,8 @@ check-generate: generate
 		echo "Generated code is stale; run 'make generate' and commit:"; \
 		git status --porcelain -- apis package/provider/crds package/configuration/apis; exit 1; \
 	fi
-	@echo "generated code is up to date"
+	@go mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy; run 'go mod tidy' and commit:"; go mod tidy -diff; exit 1; }
+	@echo "generated code is up to date, go.mod tidy"
 
 ## lint: golangci-lint with .golangci.yml (modelled on crossplane-runtime's),
 ## over every package and build tag (e2e, render).
