@@ -102,7 +102,7 @@ func run() error {
 	s, err := stack.Up(ctx, stack.Options{
 		Root: root, Name: "bench", PortOffset: 200, ProviderArgs: base,
 		ProviderEnv: strings.Fields(*providerEnv),
-		DoubleArgs: []string{"-latency=" + latency.String()}, Out: os.Stderr,
+		DoubleArgs:  []string{"-latency=" + latency.String()}, Out: os.Stderr,
 	})
 	if err != nil {
 		return err
