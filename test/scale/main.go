@@ -99,9 +99,10 @@ func run() error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	base := append([]string{"--poll=" + poll.String()}, strings.Fields(*providerArgs)...)
+	env := strings.Fields(*providerEnv)
 	s, err := stack.Up(ctx, stack.Options{
 		Root: root, Name: "bench", PortOffset: 200, ProviderArgs: base,
-		ProviderEnv: strings.Fields(*providerEnv),
+		ProviderEnv: env,
 		DoubleArgs:  []string{"-latency=" + latency.String()}, Out: os.Stderr,
 	})
 	if err != nil {
@@ -146,7 +147,7 @@ func run() error {
 		results = append(results, r)
 	}
 	// The environment first, as a shell line would show it.
-	report := newReport(results, *poll, *latency, append(strings.Fields(*providerEnv), base...))
+	report := newReport(results, *poll, *latency, append(env, base...))
 	if err := os.MkdirAll(*out, 0o750); err != nil {
 		return err
 	}

@@ -21,12 +21,12 @@ type Process struct {
 
 // Start runs bin with args in the background, logging to RUN/NAME.log
 // (appended) with KUBECONFIG set to the stack's.
-func (s *Stack) Start(ctx context.Context, name, bin string, args ...string) (*Process, error) {
-	return s.start(ctx, nil, name, bin, args...)
+func (s *Stack) Start(_ context.Context, name, bin string, args ...string) (*Process, error) {
+	return s.start(nil, name, bin, args...)
 }
 
 // start is Start with env added to the process's environment.
-func (s *Stack) start(_ context.Context, env []string, name, bin string, args ...string) (*Process, error) {
+func (s *Stack) start(env []string, name, bin string, args ...string) (*Process, error) {
 	if err := os.MkdirAll(s.Run, 0o750); err != nil {
 		return nil, err
 	}

@@ -255,12 +255,12 @@ func (s *Stack) Kubectl(ctx context.Context, stdin []byte, args ...string) (stri
 func (s *Stack) ProviderMetricsAddr() string { return "127.0.0.1:" + strconv.Itoa(18090+s.PortOffset) }
 
 // StartProvider starts the provider with the stack's flags (plus extra).
-func (s *Stack) StartProvider(ctx context.Context, extra ...string) error {
+func (s *Stack) StartProvider(_ context.Context, extra ...string) error {
 	args := append([]string{
 		"--metrics-bind-address=" + s.ProviderMetricsAddr(),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(18091+s.PortOffset),
 	}, s.ProviderArgs...)
-	p, err := s.start(ctx, s.ProviderEnv, "provider", s.Bin("provider"), append(args, extra...)...)
+	p, err := s.start(s.ProviderEnv, "provider", s.Bin("provider"), append(args, extra...)...)
 	if err != nil {
 		return err
 	}
