@@ -36,7 +36,14 @@ func (c *Client) Bootstrap(ctx context.Context, r BootstrapRequest) (*BootstrapR
 // shared among every client of the server.
 func (c *Client) ListUsers(ctx context.Context) ([]User, error) {
 	var out []User
-	return out, c.shared(ctx, c.public, pathUsers, &out)
+	return out, c.shared(ctx, viewAnyKey, pathUsers, &out)
+}
+
+// CheckKey asks the server, past every shared answer, whether it accepts
+// the client's key: nil when it does; a 401 (IsUnauthorized) when it does
+// not; any other error says nothing about the key.
+func (c *Client) CheckKey(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, pathUsers, nil, nil, nil)
 }
 
 // CreateServiceAccount creates a service account; a 409 means the name exists.
@@ -84,14 +91,14 @@ func (c *Client) CreateTeam(ctx context.Context, name string) (*Team, error) {
 
 // GetTeam returns one team. With shared lists it is found in the list of
 // all teams (one request for every Team of a provider config); a team not
-// in it answers 404, as the server would.
+// in it answers 404, as the server would. NOTE: a list can omit a team
+// that exists: where a 404 leads to letting something go, use ReadTeam.
 func (c *Client) GetTeam(ctx context.Context, teamID int64) (*Team, error) {
 	if c.lists == nil {
-		out := &Team{}
-		return out, c.do(ctx, http.MethodGet, teamPath(teamID), nil, nil, out)
+		return c.ReadTeam(ctx, teamID)
 	}
 	var all []Team
-	if err := c.shared(ctx, c.lists, pathTeams, &all); err != nil {
+	if err := c.shared(ctx, c.keyView(), pathTeams, &all); err != nil {
 		return nil, err
 	}
 	for i := range all {
@@ -100,6 +107,13 @@ func (c *Client) GetTeam(ctx context.Context, teamID int64) (*Team, error) {
 		}
 	}
 	return nil, &APIError{Method: http.MethodGet, Path: teamPath(teamID), StatusCode: http.StatusNotFound, Message: "not in the list of teams"}
+}
+
+// ReadTeam returns one team as GET /api/teams/{id} answers now, past every
+// shared answer: its 404 is the server's own.
+func (c *Client) ReadTeam(ctx context.Context, teamID int64) (*Team, error) {
+	out := &Team{}
+	return out, c.do(ctx, http.MethodGet, teamPath(teamID), nil, nil, out)
 }
 
 // GetTeamByName returns the named team, or nil when none has that name.
@@ -149,7 +163,7 @@ func (c *Client) PutEscalationPolicy(ctx context.Context, teamID int64, p Escala
 // answer serves every switch of the team.
 func (c *Client) ListDeadmanSwitches(ctx context.Context, teamID int64) ([]DeadmanSwitch, error) {
 	var out []DeadmanSwitch
-	return out, c.shared(ctx, c.lists, teamPath(teamID, pathDeadman), &out)
+	return out, c.shared(ctx, c.keyView(), teamPath(teamID, pathDeadman), &out)
 }
 
 // CreateDeadmanSwitch creates a switch. The server has no unique names.
@@ -174,7 +188,7 @@ func (c *Client) DeleteDeadmanSwitch(ctx context.Context, teamID, switchID int64
 // shared lists, one answer serves every integration of the team.
 func (c *Client) ListIntegrations(ctx context.Context, teamID int64) ([]Integration, error) {
 	var out []Integration
-	return out, c.shared(ctx, c.lists, teamPath(teamID, pathIntegrations), &out)
+	return out, c.shared(ctx, c.keyView(), teamPath(teamID, pathIntegrations), &out)
 }
 
 // CreateIntegration creates an integration. Its answer is the only place its

@@ -19,14 +19,17 @@ type Cache struct {
 	entries map[string]cacheEntry
 	newFn   func(Options) (*Client, error)
 	builds  int
-	// servers is what every client of one server shares: its pace, and
-	// the answers any key may read.
+	// servers is what every client of one server shares: its pace, its
+	// connection pools and its list answers.
 	servers map[string]*server
 }
 
 type server struct {
 	limiter *limiter
-	public  *listCache
+	// lists are the server's shared list answers: a write through any of
+	// its clients drops what it could change for all of them, and a client
+	// built anew (a key changed) does not miss what another wrote.
+	lists *listCache
 	// transports are the server's connection pools, by CA bundle: the
 	// key is a header, so every key of a server shares one pool (250 team
 	// keys are not 250 pools of idle connections).
@@ -91,11 +94,11 @@ func (c *Cache) Get(owner string, o Options) (*Client, error) {
 	}
 	c.builds++
 	cl.limiter = srv.limiter
-	if cl.public != nil {
-		if srv.public == nil {
-			srv.public = newListCache(o.ListMaxAge)
+	if cl.lists != nil {
+		if srv.lists == nil {
+			srv.lists = newListCache(o.ListMaxAge)
 		}
-		cl.public = srv.public
+		cl.lists = srv.lists
 	}
 	c.entries[owner] = cacheEntry{digest: d, endpoint: o.Endpoint, client: cl}
 	c.prune()

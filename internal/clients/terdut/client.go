@@ -7,8 +7,10 @@ package terdut
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,11 +74,12 @@ type Client struct {
 	http       *http.Client
 	maxRetries int
 	sleep      func(context.Context, time.Duration) error
-	// lists shares this client's list answers; nil when not shared.
+	// lists shares list answers among every client of the server (Cache)
+	// or of this client alone (New); nil when not shared.
 	lists *listCache
-	// public shares the answers any key may read (the users) among every
-	// client of the server; nil when not shared.
-	public *listCache
+	// view names this client's key among the lists' answers (a digest,
+	// never the key); guarded by mu.
+	view string
 	// limiter paces requests to the server; shared by its clients.
 	limiter *limiter
 }
@@ -117,8 +120,9 @@ func New(o Options) (*Client, error) {
 		limiter:    newLimiter(),
 	}
 	if o.ListMaxAge > 0 {
-		c.lists, c.public = newListCache(o.ListMaxAge), newListCache(o.ListMaxAge)
+		c.lists = newListCache(o.ListMaxAge)
 	}
+	c.view = viewOf(o.Token)
 	return c, nil
 }
 
@@ -154,6 +158,19 @@ func (c *Client) key() Secret {
 	return c.token
 }
 
+// viewOf names a key among shared answers: a digest, never the key.
+func viewOf(tok Secret) string {
+	h := sha256.Sum256([]byte(tok.Reveal()))
+	return hex.EncodeToString(h[:8])
+}
+
+// keyView is the view of the client's current key.
+func (c *Client) keyView() string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.view
+}
+
 // Endpoint returns the server's base URL.
 func (c *Client) Endpoint() string { return c.base.String() }
 
@@ -173,24 +190,32 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // retried once with a refreshed key when the client can refresh.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
 	data, err := c.call(ctx, method, path, q, in)
+	if method != http.MethodGet {
+		// Our own write: no shared answer may hide it. NOTE: whatever
+		// its outcome: a 502, a 504 or a reset connection may come after
+		// the server committed it, and a retry that read the list from
+		// before would make a second object.
+		c.lists.invalidatePath(path)
+	}
 	if err != nil {
 		return err
-	}
-	if method != http.MethodGet {
-		// Our own write: no shared answer may hide it.
-		c.lists.invalidatePath(path)
-		c.public.invalidatePath(path)
 	}
 	return decode(method, path, data, out)
 }
 
-// shared is a GET of path whose answer is shared through l (nil: not
-// shared) and decoded into out.
-func (c *Client) shared(ctx context.Context, l *listCache, path string, out any) error {
-	if l == nil {
+// Views of the shared answers besides a key's own.
+const (
+	// viewAnyKey is the view of answers every key reads alike (the users).
+	viewAnyKey = ""
+)
+
+// shared is a GET of path whose answer is shared through the lists (if
+// any) in view, and decoded into out.
+func (c *Client) shared(ctx context.Context, view, path string, out any) error {
+	if c.lists == nil {
 		return c.do(ctx, http.MethodGet, path, nil, nil, out)
 	}
-	data, err := l.get(ctx, path, func(ctx context.Context) ([]byte, error) {
+	data, err := c.lists.get(ctx, view, path, func(ctx context.Context) ([]byte, error) {
 		return c.call(ctx, http.MethodGet, path, nil, nil)
 	})
 	if err != nil {
@@ -298,7 +323,7 @@ func (c *Client) refreshKey(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	c.token = tok
+	c.token, c.view = tok, viewOf(tok)
 	c.mu.Unlock()
 	return nil
 }

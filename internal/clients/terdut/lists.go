@@ -10,9 +10,13 @@ import (
 // A listCache shares the answers of GET requests among everything that asks
 // within MaxAge: the switches of a team are listed once for all of that
 // team's DeadmanSwitches, not once per switch. Concurrent asks for the same
-// path wait for one request. A write through a client that shares the cache
-// drops every answer it could change (a path that is a prefix of the write's,
-// or below it), so nothing of our own making is read stale; what others
+// path wait for one request. There is one per server, shared by all its
+// clients; an answer is kept per view (the key that read it: two keys may
+// see two answers), and "" is the view every key shares (the users). Any
+// write to the server through any of its clients drops every answer it
+// could change (a path that is a prefix of the write's, or below it) in
+// every view, whatever the write's outcome: a write answered 502 may have
+// been committed. So nothing of our own making is read stale; what others
 // change is seen once the answer is older than MaxAge.
 type listCache struct {
 	maxAge time.Duration
@@ -33,11 +37,15 @@ func newListCache(maxAge time.Duration) *listCache {
 	return &listCache{maxAge: maxAge, now: time.Now, entries: map[string]*listEntry{}}
 }
 
-// get returns path's answer: a fresh cached one, the one being fetched, or
-// one fetched now with fetch. Errors are not cached.
-func (l *listCache) get(ctx context.Context, path string, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
+// entryKey names path's answer in one view.
+func entryKey(view, path string) string { return view + "\x00" + path }
+
+// get returns path's answer in view: a fresh cached one, the one being
+// fetched, or one fetched now with fetch. Errors are not cached.
+func (l *listCache) get(ctx context.Context, view, path string, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
+	key := entryKey(view, path)
 	l.mu.Lock()
-	e, ok := l.entries[path]
+	e, ok := l.entries[key]
 	if ok && (e.at.IsZero() || l.now().Sub(e.at) < l.maxAge) {
 		l.mu.Unlock()
 		select {
@@ -52,30 +60,32 @@ func (l *listCache) get(ctx context.Context, path string, fetch func(context.Con
 		return fetch(ctx)
 	}
 	e = &listEntry{ready: make(chan struct{})}
-	l.entries[path] = e
+	l.entries[key] = e
 	l.mu.Unlock()
 
 	data, err := fetch(ctx)
 	l.mu.Lock()
 	e.data, e.err, e.at = data, err, l.now()
-	if err != nil && l.entries[path] == e {
-		delete(l.entries, path)
+	if err != nil && l.entries[key] == e {
+		delete(l.entries, key)
 	}
 	l.mu.Unlock()
 	close(e.ready)
 	return data, err
 }
 
-// invalidatePath drops the answers a write to path could change.
+// invalidatePath drops the answers a write to path could change, in every
+// view.
 func (l *listCache) invalidatePath(path string) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for p := range l.entries {
+	for k := range l.entries {
+		_, p, _ := strings.Cut(k, "\x00")
 		if strings.HasPrefix(path, p) || strings.HasPrefix(p, path) {
-			delete(l.entries, p)
+			delete(l.entries, k)
 		}
 	}
 }

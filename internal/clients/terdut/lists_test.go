@@ -155,3 +155,58 @@ func TestLimiterObeysTheServer(t *testing.T) {
 		t.Errorf("Throttled() = %d, want the one 429", n)
 	}
 }
+
+// TestCommittedWriteAnsweredWithAnErrorDropsTheList (review item 3): a POST
+// the server committed but answered 504 must not leave the list from before
+// it in the shared answers: a retried create reads that list to find what
+// it made, and a stale one makes a second switch.
+func TestCommittedWriteAnsweredWithAnErrorDropsTheList(t *testing.T) {
+	d, c, team := sharing(t, time.Hour)
+	if l, err := c.ListDeadmanSwitches(t.Context(), team); err != nil || len(l) != 0 {
+		t.Fatalf("switches before = %d, %v; want none", len(l), err)
+	}
+	d.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusGatewayTimeout, Commit: true, Times: 1})
+	if _, err := c.CreateDeadmanSwitch(t.Context(), team, terdut.DeadmanSwitch{Matcher: "a=b", Timeout: "5m"}); err == nil {
+		t.Fatal("the create answered 504 returned no error")
+	}
+	l, err := c.ListDeadmanSwitches(t.Context(), team)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l) != 1 {
+		t.Errorf("after a create committed but answered 504 the list holds %d switches, want 1: a retry would create a second", len(l))
+	}
+}
+
+// TestWritesReachEveryClientOfTheServer (review item 3): the list answers
+// are the server's, not one client's: a write through one client (a team's
+// key) drops them for another (a client built anew after its key changed).
+func TestWritesReachEveryClientOfTheServer(t *testing.T) {
+	d := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_admin"})
+	hs := httptest.NewServer(d.Handler())
+	defer hs.Close()
+	cache := terdut.NewCache()
+	o := terdut.Options{Endpoint: hs.URL, Token: "tdk_admin", ListMaxAge: time.Hour}
+	reader, err := cache.Get("ClusterProviderConfig/a", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := reader.CreateTeam(t.Context(), "Platform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := reader.ListIntegrations(t.Context(), tm.ID); len(l) != 0 {
+		t.Fatalf("%d integrations before, want 0", len(l))
+	}
+	writer, err := cache.Get("ClusterProviderConfig/a/team/1", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	if _, err := writer.CreateIntegration(t.Context(), tm.ID, terdut.IntegrationAlertmanager, "prod"); err == nil {
+		t.Fatal("the create answered 502 returned no error")
+	}
+	if l, _ := reader.ListIntegrations(t.Context(), tm.ID); len(l) != 1 {
+		t.Errorf("another client of the server lists %d integrations after the committed create, want 1", len(l))
+	}
+}
