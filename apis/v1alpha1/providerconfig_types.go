@@ -115,6 +115,10 @@ type ProviderConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// NOTE: a namespaced config is a tenant's: Environment or Filesystem
+	// would have the provider read its own environment or files (its
+	// Kubernetes token) and send them to an endpoint the tenant chose.
+	// +kubebuilder:validation:XValidation:rule="self.credentials.source == 'Secret'",message="a namespaced ProviderConfig reads its key from a Secret in its own namespace only (credentials.source: Secret); Environment and Filesystem are for ClusterProviderConfigs, which only the platform team can write"
 	Spec   ProviderConfigSpec   `json:"spec"`
 	Status ProviderConfigStatus `json:"status,omitempty"`
 }

@@ -15,9 +15,11 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.scope == 'instance' || !has(self.bootstrap)",message="bootstrap is for instance-scoped service accounts only"
 // +kubebuilder:validation:XValidation:rule="oldSelf.scope == self.scope && oldSelf.name == self.name",message="scope and name are immutable"
 type ServiceAccountParameters struct {
-	// Name of the service account on the server.
+	// Name of the service account on the server. Names beginning with
+	// crossplane-team- are the provider's own (each team's key account).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('crossplane-team-')",message="names beginning with crossplane-team- are the provider's own (each team's key account); choose another name"
 	Name string `json:"name"`
 
 	// Scope: instance (may manage teams and service accounts) or team (its

@@ -108,6 +108,27 @@ spec:
     repeatCount: -1
     levels: [{timeout: 5m, targets: [{kind: oncall}]}]
 `, "should be greater than or equal to 0"},
+		"a namespaced ProviderConfig reading the provider's own files (review item 2)": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ProviderConfig
+metadata: {name: bad, namespace: e2e-validation}
+spec:
+  endpoint: http://127.0.0.1:1
+  credentials: {source: Filesystem, fs: {path: /var/run/secrets/kubernetes.io/serviceaccount/token}}
+`, "a namespaced ProviderConfig reads its key from a Secret"},
+		"a namespaced ProviderConfig reading the provider's environment (review item 2)": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ProviderConfig
+metadata: {name: bad2, namespace: e2e-validation}
+spec:
+  endpoint: http://127.0.0.1:1
+  credentials: {source: Environment, env: {name: KUBERNETES_SERVICE_HOST}}
+`, "a namespaced ProviderConfig reads its key from a Secret"},
+		"a ServiceAccount named like a team key's account (review item 1)": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ServiceAccount
+metadata: {name: bad, namespace: e2e-validation}
+spec:
+  forProvider: {name: crossplane-team-5, scope: team, teamId: 5}
+  writeConnectionSecretToRef: {name: s}
+`, "names beginning with crossplane-team- are the provider's own"},
 	}
 	scenariof(t, "every file in examples/ is accepted by the API server (server-side dry run)")
 	namespace(t, "team-a", nil) // the examples' namespace; an earlier scenario deleted it

@@ -35,6 +35,10 @@ type Natural[T any] struct {
 	ID func(*T) int64
 	// Note is appended to the adoption event.
 	Note string
+	// Fits refuses an object found by its name that is not what the spec
+	// describes (a service account of another scope or team): it is never
+	// adopted. Nil accepts any.
+	Fits func(*T) error
 }
 
 // An Adopter takes over a server object Create found by its natural key,
@@ -69,6 +73,11 @@ func AdoptOrCreate[T any](ctx context.Context, a Adopter, n Natural[T]) (obj *T,
 		}
 		if obj == nil {
 			return nil, false, errors.Errorf(errConflictGone, n.Kind, n.Name)
+		}
+	}
+	if n.Fits != nil {
+		if err := n.Fits(obj); err != nil {
+			return nil, false, err
 		}
 	}
 	id := n.ID(obj)

@@ -69,7 +69,10 @@ type Connector[M resource.ModernManaged] struct {
 	External    func(Deps) managed.TypedExternalClient[M]
 	// Checks counts this kind's Observe calls (nil: not counted).
 	Checks *Checks
-	Kind   string
+	// Refusals keep the reason a Create was refused on the Ready
+	// condition (nil: not kept).
+	Refusals *Refusals
+	Kind     string
 }
 
 // Connect implements managed.TypedExternalConnector.
@@ -103,10 +106,10 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if cl == nil {
 		return untouched[M]{}, nil
 	}
-	return counted(c.Checks, c.Kind, c.External(Deps{
+	return remembered(c.Refusals, counted(c.Checks, c.Kind, c.External(Deps{
 		Client: cl, Conn: conn, Kube: c.Kube, Reader: pastCache(c.Reader, c.Kube), Record: c.Record,
 		Adopter: Adopter{Check: c.Owners.Adoptable(mg), Record: c.Record, Object: mg},
-	})), nil
+	}))), nil
 }
 
 // pastCache is r, the API reader, or kube when there is none (unit tests,

@@ -28,6 +28,7 @@ const (
 	errKeyUnchanged    = "the key was refused and the credential Secret holds no other"
 	errTeamUnknown     = "spec.forProvider.teamId is not resolved yet: the team reference is not ready"
 	errGetTeamOfChild  = "cannot check whether team %d still exists"
+	errSourceNotSecret = "%s %q reads its key from %s: a namespaced ProviderConfig may only read it from a Secret in its own namespace (credentials.source: Secret). Nothing was read"
 )
 
 // Credentials choose the key a kind's external client talks to
@@ -278,6 +279,12 @@ func ClientOptions(ctx context.Context, kube client.Reader, cfg Config) (terdut.
 		return terdut.Options{}, err
 	}
 	creds := cfg.Spec.Credentials
+	if cfg.Namespace != "" && creds.Source != xpv2.CredentialsSourceSecret {
+		// NOTE: the CRD refuses it too; a config stored before that rule
+		// must not have the provider send its own environment or files
+		// (its Kubernetes token) to a tenant's endpoint.
+		return terdut.Options{}, errors.Errorf(errSourceNotSecret, cfg.Kind, cfg.Name, creds.Source)
+	}
 	sel := creds.CommonCredentialSelectors.DeepCopy()
 	if err := secretNamespace(cfg, sel.SecretRef); err != nil {
 		return terdut.Options{}, err

@@ -33,8 +33,11 @@ const (
 type notOwnedError struct {
 	error
 
-	reason xpv2.ConditionReason
+	cond xpv2.Condition
 }
+
+// Condition is the refusal as the Ready condition users see.
+func (n notOwnedError) Condition() xpv2.Condition { return n.cond }
 
 // IsNotOwned reports whether err is an ownership refusal.
 func IsNotOwned(err error) bool {
@@ -165,8 +168,9 @@ func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName str
 
 // refuse records an ownership refusal on mg and returns it as an error.
 func (o Owners) refuse(mg resource.Managed, reason xpv2.ConditionReason, msg string) error {
-	mg.SetConditions(Unavailable(reason, msg))
-	return notOwnedError{error: errors.New(msg), reason: reason}
+	c := Unavailable(reason, msg)
+	mg.SetConditions(c)
+	return notOwnedError{error: errors.New(msg), cond: c}
 }
 
 // Adoptable returns the Create-time check for mg: no other MR may already

@@ -180,6 +180,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		Owners:      owners,
 		External:    k.External,
 		Checks:      o.Checks,
+		Refusals:    NewRefusals(),
 		Kind:        k.GVK.Kind,
 	}
 	opts := []managed.ReconcilerOption{

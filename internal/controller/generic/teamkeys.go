@@ -92,8 +92,35 @@ func SecretName(cfg Config, teamID int64) string {
 	return "terdut-team-" + configHash(cfg) + "-" + FormatID(teamID)
 }
 
+// TeamAccountPrefix begins the name of every team's service account on the
+// server. It is the provider's: no ServiceAccount MR may use it.
+const TeamAccountPrefix = "crossplane-team-"
+
 // AccountName is the name of a team's service account on the server.
-func AccountName(teamID int64) string { return "crossplane-team-" + FormatID(teamID) }
+func AccountName(teamID int64) string { return TeamAccountPrefix + FormatID(teamID) }
+
+const errForeignTeamAccount = "service account %q on the server has scope %q%s, not scope %q of team %d: it is not the provider's key account of team %d, and no key is minted on it. Delete or rename it on the server"
+
+// teamAccountFits refuses an account of a team key's name that is not
+// team-scoped to that team: minting on it would hand the team's children a
+// key of another team, or of the whole server.
+func teamAccountFits(teamID int64) func(*terdut.ServiceAccount) error {
+	return func(sa *terdut.ServiceAccount) error {
+		if sa.Scope == terdut.ScopeTeam && sa.TeamID != nil && *sa.TeamID == teamID {
+			return nil
+		}
+		return errors.Errorf(errForeignTeamAccount, sa.Name, sa.Scope, OfTeam(sa.TeamID), terdut.ScopeTeam, teamID, teamID)
+	}
+}
+
+// OfTeam says which team an account belongs to, for messages: " of team
+// N", or nothing for an account of no team.
+func OfTeam(teamID *int64) string {
+	if teamID == nil {
+		return ""
+	}
+	return " of team " + FormatID(*teamID)
+}
 
 // Options returns client options for teamID's key, minting it first when
 // there is none. base carries the config's endpoint, CA and timeout.
@@ -174,7 +201,8 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		Create: func(ctx context.Context) (*terdut.ServiceAccount, error) {
 			return instance.CreateServiceAccount(ctx, terdut.ServiceAccount{Name: acct, Scope: terdut.ScopeTeam, TeamID: &teamID})
 		},
-		ID: func(sa *terdut.ServiceAccount) int64 { return sa.ID },
+		ID:   func(sa *terdut.ServiceAccount) int64 { return sa.ID },
+		Fits: teamAccountFits(teamID),
 	})
 	if err != nil {
 		return "", errors.Wrapf(err, errMintTeamKey, teamID)

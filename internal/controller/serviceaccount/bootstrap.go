@@ -65,9 +65,8 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 	rsp, err := e.pc.Bootstrap(ctx, terdut.BootstrapRequest{Username: b.Username, Email: b.Email})
 	if terdut.IsForbidden(err) {
 		msg := fmt.Sprintf(errStateLost, checkpointName(cr))
-		cr.SetConditions(generic.Unavailable(ReasonBootstrapStateLost, msg))
 		e.record.Event(cr, event.Warning(event.Reason(ReasonBootstrapStateLost), errors.New(msg)))
-		return nil, errors.New(msg)
+		return nil, generic.Refuse(cr, ReasonBootstrapStateLost, msg)
 	}
 	if err != nil {
 		return nil, errors.Wrap(err, errBootstrap)

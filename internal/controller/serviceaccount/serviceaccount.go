@@ -7,6 +7,7 @@ package serviceaccount
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -108,11 +109,23 @@ const ReasonInstanceScopeNotPermitted xpv2.ConditionReason = "InstanceScopeNotPe
 
 const errInstanceScope = "an instance-scoped ServiceAccount may only live in the provider's namespace %q, not %q: its key may manage every team on the server. Use scope team for a team's own key"
 
+// ReasonReservedName is the Ready=False reason of a ServiceAccount whose
+// name is the provider's own (the team keys' accounts).
+const ReasonReservedName xpv2.ConditionReason = "ReservedName"
+
+const errReservedName = "service account names beginning with %q are the provider's own (each team's key account); choose another name. Nothing was written"
+
 // instanceScopeAtHome refuses an instance-scoped account outside the
 // provider's namespace: a tenant must never hold a key for the whole
 // server. A team-scoped account's team is checked by the ownership gate.
+// No ServiceAccount may take the name of a team key's account.
 func instanceScopeAtHome(providerNamespace string) generic.Gate[*v1alpha1.ServiceAccount] {
 	return func(_ context.Context, cr *v1alpha1.ServiceAccount, _ generic.Config) error {
+		if strings.HasPrefix(cr.Spec.ForProvider.Name, generic.TeamAccountPrefix) {
+			msg := fmt.Sprintf(errReservedName, generic.TeamAccountPrefix)
+			cr.SetConditions(generic.Unavailable(ReasonReservedName, msg))
+			return generic.Untouchable(errors.New(msg))
+		}
 		if cr.Spec.ForProvider.Scope != terdut.ScopeInstance || providerNamespace == "" || cr.GetNamespace() == providerNamespace {
 			return nil
 		}
@@ -183,6 +196,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 	}
 	if sa == nil || sa.ID != id {
 		return e.leftBehind(ctx, cr)
+	}
+	if err := fits(cr, sa); err != nil && !meta.WasDeleted(cr) {
+		// NOTE: a hand-set external name may name an account of this
+		// name but of another scope or team: never mint a key on it.
+		return managed.ExternalObservation{}, err
 	}
 	e.observed = sa
 	cr.Status.AtProvider = e.observation(cr, sa, ks)
@@ -264,8 +282,26 @@ func (e *external) account(ctx context.Context, c api, cr *v1alpha1.ServiceAccou
 		},
 		Create: func(ctx context.Context) (*terdut.ServiceAccount, error) { return c.CreateServiceAccount(ctx, want) },
 		ID:     func(sa *terdut.ServiceAccount) int64 { return sa.ID },
+		Fits:   func(sa *terdut.ServiceAccount) error { return fits(cr, sa) },
 	})
 	return sa, err
+}
+
+const errNotFit = "service account %q on the server has scope %q%s, but this ServiceAccount asks for scope %q%s: it is not this ServiceAccount's account, and no key is minted on it; nothing was written. Choose another name"
+
+// fits refuses an account of the spec's name whose scope or team is not
+// the spec's: adopting it would mint a key of another team, or of the whole
+// server, into a tenant's Secret.
+func fits(cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount) error {
+	p := cr.Spec.ForProvider
+	same := sa.Scope == p.Scope
+	if p.Scope == terdut.ScopeTeam {
+		same = same && p.TeamID != nil && sa.TeamID != nil && *sa.TeamID == *p.TeamID
+	}
+	if same {
+		return nil
+	}
+	return generic.Refuse(cr, generic.ReasonResourceNotOwned, fmt.Sprintf(errNotFit, sa.Name, sa.Scope, generic.OfTeam(sa.TeamID), p.Scope, generic.OfTeam(p.TeamID)))
 }
 
 // Update rotates: a new key is minted and written in place first, and only
