@@ -2,6 +2,7 @@ package generic
 
 import (
 	"context"
+	"crypto/subtle"
 	"strings"
 	"time"
 
@@ -149,6 +150,12 @@ func (c *Conn) Authenticated() bool { return c.keyErr == nil }
 
 // Endpoint is the server's base URL.
 func (c *Conn) Endpoint() string { return c.base.Endpoint }
+
+// KeyIs reports whether the provider config's key is k (a config may name
+// the very Secret a ServiceAccount writes its own key to).
+func (c *Conn) KeyIs(k terdut.Secret) bool {
+	return c.keyErr == nil && k != "" && subtle.ConstantTimeCompare([]byte(c.key.Reveal()), []byte(k.Reveal())) == 1
+}
 
 // TeamScoped reports whether children use team-scoped keys (the default).
 func (c *Conn) TeamScoped() bool {

@@ -36,8 +36,7 @@ func TestDeletingItselfIsNotStuck(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := terdut.Secret(f.secret(t, "instance-credentials").Data[SecretKeyToken])
-	c, _ := terdut.New(terdut.Options{Endpoint: f.url, Token: own, MaxRetries: -1})
-	f.e.pc, f.e.pcAuthenticated = c, true
+	f.usePC(t, own)
 	now := metav1.Now()
 	cr.SetDeletionTimestamp(&now)
 	if _, err := f.e.Delete(t.Context(), cr); err != nil {

@@ -98,14 +98,21 @@ func (e *external) details(tok terdut.Secret) managed.ConnectionDetails {
 	return managed.ConnectionDetails{SecretKeyToken: []byte(tok.Reveal()), SecretKeyEndpoint: []byte(e.endpoint)}
 }
 
-// works reports whether a key is accepted by the server.
-func (e *external) works(ctx context.Context, cr *v1alpha1.ServiceAccount, tok terdut.Secret) bool {
+const errProbe = "cannot check whether the key in Secret %q still works; not minting another until the server says"
+
+// works asks the server, past every shared answer, whether it accepts a
+// key. Only a 401 means it does not: a 5xx, a 429 or a timeout is an error,
+// never a reason to mint another key.
+func (e *external) works(ctx context.Context, cr *v1alpha1.ServiceAccount, tok terdut.Secret) (bool, error) {
 	c, err := e.withKey(purpose(cr, "own"), tok)
 	if err != nil {
-		return false
+		return false, err
 	}
-	_, err = c.ListUsers(ctx)
-	return err == nil
+	err = c.CheckKey(ctx)
+	if terdut.IsUnauthorized(err) {
+		return false, nil
+	}
+	return err == nil, errors.Wrapf(err, errProbe, secretName(cr))
 }
 
 // mint mints a key and writes it to the connection Secret in place, noting

@@ -1,7 +1,9 @@
 package serviceaccount
 
 import (
+	"net/http"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,12 +34,101 @@ func tenantAccount(name string, team int64) *v1alpha1.ServiceAccount {
 // admin makes the fixture's provider config hold the server's admin key.
 func (f *fixture) admin(t *testing.T) *terdut.Client {
 	t.Helper()
-	pc, err := terdut.New(terdut.Options{Endpoint: f.url, Token: adminKey, MaxRetries: -1})
+	return f.usePC(t, adminKey)
+}
+
+// usePC makes the fixture's provider config hold key.
+func (f *fixture) usePC(t *testing.T, key terdut.Secret) *terdut.Client {
+	t.Helper()
+	pc, err := terdut.New(terdut.Options{Endpoint: f.url, Token: key, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.e.pc, f.e.pcAuthenticated = pc, true
+	f.e.pcKeyIs = func(k terdut.Secret) bool { return k == key }
 	return pc
+}
+
+// TestA401ToTheConfigsKeyIsNotGone (review item 4): deleting an account
+// whose provider config's key was revoked gets a 401 that says nothing of
+// the account: the finalizer must stay, with the account and its key.
+func TestA401ToTheConfigsKeyIsNotGone(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{AdminKey: adminKey})
+	cr := sa()
+	cr.Spec.ForProvider.Bootstrap = nil
+	f.admin(t)
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.usePC(t, "tdk_revoked_config_key")
+	now := metav1.Now()
+	cr.SetDeletionTimestamp(&now)
+	if o, err := f.e.Observe(t.Context(), cr); err == nil && !o.ResourceExists {
+		t.Error("Observe read a 401 to the provider config's key as the account gone")
+	}
+	if _, err := f.e.Delete(t.Context(), cr); err == nil {
+		t.Error("Delete read a 401 to the provider config's key as the account gone")
+	}
+	if n := len(f.double.Snapshot().ServiceAccounts); n != 1 {
+		t.Errorf("%d accounts, want the one still there", n)
+	}
+}
+
+// TestAKeyIsProbedPastTheSharedLists (review item 6): whether the key in the
+// Secret still works is asked of the server with that key, not answered
+// from a users list another key fetched; and only a 401 means it does not:
+// a 503 must not rotate a working key.
+func TestAKeyIsProbedPastTheSharedLists(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{AdminKey: adminKey})
+	cr := sa()
+	cr.Spec.ForProvider.Bootstrap = nil
+	f.admin(t)
+	cache := terdut.NewCache()
+	f.e.withKey = func(purpose string, tok terdut.Secret) (api, error) {
+		return cache.Get(purpose, terdut.Options{Endpoint: f.url, Token: tok, MaxRetries: -1, ListMaxAge: time.Hour})
+	}
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acct := f.double.Snapshot().ServiceAccounts[0]
+	if len(acct.KeyIDs) != 1 {
+		t.Fatalf("%d keys after converging, want 1", len(acct.KeyIDs))
+	}
+
+	// A 503 to the probe: no new key.
+	meta.SetExternalName(cr, "")
+	f.double.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/users", Status: http.StatusServiceUnavailable, Times: 1})
+	if err := f.reconcile(t, cr); err == nil {
+		t.Error("Create went on although the server could not say whether the key works")
+	}
+	if n := keysOn(f.double, acct.ID); n != 1 {
+		t.Errorf("a 503 to the key probe minted: %d keys, want 1", n)
+	}
+
+	// The key is revoked while another key's users list is shared: the
+	// probe must still find out.
+	other, _ := cache.Get("other", terdut.Options{Endpoint: f.url, Token: adminKey, ListMaxAge: time.Hour})
+	if _, err := other.ListUsers(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.e.pc.RevokeKey(t.Context(), acct.ID, acct.KeyIDs[0]); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetExternalName(cr, "")
+	if err := f.reconcile(t, cr); err != nil {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{}
+	if err := f.kube.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "instance-credentials"}, s); err != nil {
+		t.Fatal(err)
+	}
+	if v := f.double.Verify(string(s.Data[SecretKeyToken])); !v.Valid {
+		t.Errorf("the Secret holds a revoked key: the probe was answered from a shared list (%+v)", v)
+	}
 }
 
 func keysOn(d *terdutdouble.Server, accountID int64) int {

@@ -68,6 +68,7 @@ type api interface {
 	Healthz(ctx context.Context) error
 	Bootstrap(ctx context.Context, r terdut.BootstrapRequest) (*terdut.BootstrapResponse, error)
 	ListUsers(ctx context.Context) ([]terdut.User, error)
+	CheckKey(ctx context.Context) error
 	GetServiceAccountByName(ctx context.Context, name string) (*terdut.ServiceAccount, error)
 	CreateServiceAccount(ctx context.Context, sa terdut.ServiceAccount) (*terdut.ServiceAccount, error)
 	MintKey(ctx context.Context, accountID int64) (*terdut.APIKey, error)
@@ -141,6 +142,7 @@ func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.ServiceAccount] {
 	if d.Conn != nil {
 		e.endpoint = d.Conn.Endpoint()
 		e.pcAuthenticated = d.Conn.Authenticated()
+		e.pcKeyIs = d.Conn.KeyIs
 		e.withKey = func(purpose string, tok terdut.Secret) (api, error) {
 			return d.Conn.WithKey(purpose, tok)
 		}
@@ -151,6 +153,8 @@ func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.ServiceAccount] {
 type external struct {
 	pc              api
 	pcAuthenticated bool
+	// pcKeyIs reports whether the provider config's key is the one given.
+	pcKeyIs func(terdut.Secret) bool
 	// withKey is a client of the same server with another key, cached
 	// under purpose.
 	withKey  func(purpose string, tok terdut.Secret) (api, error)
@@ -253,7 +257,13 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	if ks.token == "" || ks.accountID != sa.ID || !e.works(ctx, cr, ks.token) {
+	works := false
+	if ks.token != "" && ks.accountID == sa.ID {
+		if works, err = e.works(ctx, cr, ks.token); err != nil {
+			return managed.ExternalCreation{}, err
+		}
+	}
+	if !works {
 		if ks, err = e.mint(ctx, c, cr, sa, ks); err != nil {
 			return managed.ExternalCreation{}, err
 		}
@@ -361,9 +371,18 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 // ownKeyDied reports whether err is the 401 an account's own key gets once
 // the account is deleted (the key dies with it, and the provider config may
 // name the very Secret that holds it): while deleting, it means the account
-// is gone.
+// is gone. A 401 to any other key (the provider config's own, revoked) says
+// nothing about the account.
 func (e *external) ownKeyDied(cr *v1alpha1.ServiceAccount, ks keyState, err error) bool {
-	return terdut.IsUnauthorized(err) && meta.WasDeleted(cr) && ks.token != ""
+	return terdut.IsUnauthorized(err) && meta.WasDeleted(cr) && ks.token != "" && e.adminKeyIs(cr, ks.token)
+}
+
+// adminKeyIs reports whether admin talks to the server with key k.
+func (e *external) adminKeyIs(cr *v1alpha1.ServiceAccount, k terdut.Secret) bool {
+	if e.pcAuthenticated {
+		return e.pcKeyIs != nil && e.pcKeyIs(k)
+	}
+	return cr.Spec.ForProvider.Scope == terdut.ScopeInstance
 }
 
 // leftBehind observes an account that is gone. While the MR is deleted, a
