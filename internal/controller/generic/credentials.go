@@ -3,6 +3,7 @@ package generic
 import (
 	"context"
 	"crypto/subtle"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,8 +92,9 @@ func (k teamKey[M]) Client(ctx context.Context, conn *Conn, mg M) (*terdut.Clien
 		// the server. A child deleted with its team, as a claim's are,
 		// may find the team gone: then so is the child, and minting a
 		// key for a team that does not exist would keep its finalizer
-		// forever. Only a real 404 counts; any other error retries.
-		_, err := instance.GetTeam(ctx, teamID)
+		// forever. Only the server's own 404 counts (a list may omit a
+		// team that exists); any other error retries.
+		_, err := instance.ReadTeam(ctx, teamID)
 		if terdut.IsNotFound(err) {
 			return nil, nil
 		}
@@ -100,7 +102,32 @@ func (k teamKey[M]) Client(ctx context.Context, conn *Conn, mg M) (*terdut.Clien
 			return nil, errors.Wrapf(err, errGetTeamOfChild, teamID)
 		}
 	}
+	if meta.WasDeleted(mg) || !Allows(mg, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionDelete) {
+		// NOTE: a child that only observes, or is being deleted, mints
+		// no key: a key minted for it could outlive the Team that
+		// would revoke it (an orphaned Team is gone already). It uses
+		// the team's kept key, else the config's own for its reads or
+		// its one DELETE.
+		return conn.KeptTeamKey(ctx, teamID)
+	}
 	return conn.Team(ctx, teamID)
+}
+
+// Allows reports whether mg's management policies allow any of actions (no
+// policies, or "*", allow everything).
+func Allows(mg resource.Managed, actions ...xpv2.ManagementAction) bool {
+	m, ok := mg.(interface {
+		GetManagementPolicies() xpv2.ManagementPolicies
+	})
+	if !ok || len(m.GetManagementPolicies()) == 0 {
+		return true
+	}
+	for _, p := range m.GetManagementPolicies() {
+		if p == xpv2.ManagementActionAll || slices.Contains(actions, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Servers is what the process knows about the terdut-servers its provider
@@ -196,6 +223,24 @@ func (c *Conn) Team(ctx context.Context, teamID int64) (*terdut.Client, error) {
 		return nil, err
 	}
 	return c.client(teamOwner(c.Config, teamID), o)
+}
+
+// KeptTeamKey is the client with teamID's scoped key if one is kept, and
+// the config's own otherwise; it never mints one.
+func (c *Conn) KeptTeamKey(ctx context.Context, teamID int64) (*terdut.Client, error) {
+	instance, err := c.Instance()
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.servers.TeamKeys.secret(ctx, c.servers.TeamKeys.Kube, c.Config, teamID)
+	if err != nil || token(s) == "" {
+		return instance, err
+	}
+	o := c.base
+	o.Token = token(s)
+	// NOTE: kept apart from the team's minting client (which re-mints on
+	// a 401): this one never does.
+	return c.client(teamOwner(c.Config, teamID)+"/kept", o)
 }
 
 // HoldsTeamKey reports whether a team-scoped key of teamID is still kept.

@@ -3,6 +3,8 @@ package generic
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,8 +28,8 @@ const (
 
 const (
 	errListManagers = "cannot list managed resources to check ownership"
-	errNotOwned     = "%s %s is already managed by %s %s/%s through the same provider config: one server object is managed by one managed resource only; nothing was written"
-	errForeignTeam  = "team %d is not a Team of namespace %q using the same provider config: a %s may only belong to a team managed in its own namespace; nothing was written"
+	errNotOwned     = "%s %s is already managed by %s %s/%s on the same terdut-server: one server object is managed by one managed resource only; nothing was written"
+	errForeignTeam  = "team %d is not a Team of namespace %q on the same terdut-server: a %s may only belong to a team managed in its own namespace; nothing was written"
 )
 
 type notOwnedError struct {
@@ -66,10 +68,19 @@ func OwnershipGate[M resource.ModernManaged](o Owners, teamOf func(M) (int64, bo
 		if err := o.CheckExternalName(ctx, mg); err != nil || teamOf == nil {
 			return err
 		}
-		if id, ok := teamOf(mg); ok {
-			return o.CheckTeam(ctx, mg, id)
+		id, ok := teamOf(mg)
+		if !ok {
+			return nil
 		}
-		return nil
+		err := o.CheckTeam(ctx, mg, id)
+		if err != nil && IsNotOwned(err) && meta.WasDeleted(mg) && o.holds(mg) {
+			// NOTE: a child that observed its object while its team was
+			// a Team of its namespace deletes it, even once that Team
+			// was orphaned (its policies without Delete) or moved to
+			// another config: its webhook must not go on working.
+			return nil
+		}
+		return err
 	}
 }
 
@@ -85,18 +96,48 @@ func (a Adoptable) Allowed(ctx context.Context, id int64) error {
 	return a(ctx, id)
 }
 
-// samePC reports whether two MRs use the same provider config.
-func samePC(a, b resource.Managed) bool {
+// sameServer reports whether two MRs talk to the same terdut-server: the
+// same provider config, or two whose endpoints are the same. Server IDs are
+// the server's, so ownership is too: two ClusterProviderConfigs of one
+// server must not let one namespace's Team adopt another's. A config that
+// cannot be read counts as the same server (fail closed: its MR may hold
+// the object).
+func (o Owners) sameServer(ctx context.Context, a, b resource.Managed) (bool, error) {
 	ma, okA := a.(resource.ModernManaged)
 	mb, okB := b.(resource.ModernManaged)
 	if !okA || !okB {
-		return false
+		return false, nil
 	}
 	ra, rb := ma.GetProviderConfigReference(), mb.GetProviderConfigReference()
-	if ra == nil || rb == nil || *ra != *rb {
-		return false
+	if ra == nil || rb == nil {
+		return ra == nil && rb == nil, nil
 	}
-	return ra.Kind == v1alpha1.ClusterProviderConfigKind || a.GetNamespace() == b.GetNamespace()
+	if *ra == *rb && (ra.Kind == v1alpha1.ClusterProviderConfigKind || a.GetNamespace() == b.GetNamespace()) {
+		return true, nil
+	}
+	ca, err := ResolveProviderConfig(ctx, o.Kube, ma)
+	if err != nil {
+		return false, errors.Wrap(err, errListManagers)
+	}
+	cb, err := ResolveProviderConfig(ctx, o.Kube, mb)
+	if err != nil {
+		return true, nil //nolint:nilerr // Unreadable: taken as the same server, see above.
+	}
+	return SameEndpoint(ca.Spec.Endpoint, cb.Spec.Endpoint), nil
+}
+
+// SameEndpoint reports whether two endpoints name the same server: scheme
+// and host compared without case, a trailing slash ignored. NOTE: two names
+// of one server (a Service's DNS name and its IP) are not found out.
+func SameEndpoint(a, b string) bool {
+	norm := func(e string) string {
+		u, err := url.Parse(strings.TrimRight(strings.TrimSpace(e), "/"))
+		if err != nil {
+			return e
+		}
+		return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + u.Path
+	}
+	return norm(a) == norm(b)
 }
 
 // precedes says whether a was there first: older, then by namespace/name.
@@ -156,7 +197,13 @@ func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName str
 		return nil, errors.Wrap(err, errListManagers)
 	}
 	for _, other := range l.GetItems() {
-		if other.GetUID() == mg.GetUID() || meta.GetExternalName(other) != externalName || !samePC(mg, other) {
+		if other.GetUID() == mg.GetUID() || meta.GetExternalName(other) != externalName {
+			continue
+		}
+		if same, err := o.sameServer(ctx, mg, other); err != nil || !same {
+			if err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if !firstOnly || o.outranks(other, mg) {
@@ -218,7 +265,14 @@ func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64
 	var holder *v1alpha1.Team
 	for i := range teams.Items {
 		t := &teams.Items[i]
-		if meta.GetExternalName(t) != FormatID(teamID) || !samePC(mg, t) {
+		if meta.GetExternalName(t) != FormatID(teamID) {
+			continue
+		}
+		same, err := o.sameServer(ctx, mg, t)
+		if err != nil {
+			return err
+		}
+		if !same {
 			continue
 		}
 		if holder == nil || teamOwners.outranks(t, holder) {

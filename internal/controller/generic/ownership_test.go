@@ -39,9 +39,21 @@ func claiming(ns, name, uid, externalName, pc string, age time.Duration) *v1alph
 	return cr
 }
 
+// configs are three ClusterProviderConfigs: default and second on one
+// server (one written with a trailing slash and upper case), other on
+// another.
+func configs() []client.Object {
+	c := func(name, endpoint string) client.Object {
+		cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: cspec("crossplane-system", "creds")}
+		cpc.Spec.Endpoint = endpoint
+		return cpc
+	}
+	return []client.Object{c("default", "http://terdut.oncall.svc:8080"), c("second", "http://Terdut.Oncall.svc:8080/"), c("other", "http://terdut.other.svc:8080")}
+}
+
 func owners(t *testing.T, objs ...client.Object) Owners {
 	t.Helper()
-	kube := fakeBuilder(t).WithObjects(objs...).Build()
+	kube := fakeBuilder(t).WithObjects(append(objs, configs()...)...).Build()
 	return Owners{Kube: kube, NewList: func() resource.ManagedList { return &v1alpha1.TeamList{} }, Kind: "Team"}
 }
 
@@ -61,6 +73,10 @@ func TestCheckExternalName(t *testing.T) {
 			reason: "The same ID through another provider config is another server's object.",
 			mg:     mgTeam("team-b", "grab", "b", "5", "other", time.Minute),
 			owned:  true,
+		},
+		"SameServerOtherConfig": {
+			reason: "The same ID through another provider config of the same server is the same object (review item 12).",
+			mg:     mgTeam("team-b", "grab", "b", "5", "second", time.Minute),
 		},
 		"NoExternalName": {reason: "Nothing to check before Create.", mg: mgTeam("team-b", "new", "c", "", "default", 0), owned: true},
 		"OlderClaimLoses": {
@@ -94,6 +110,10 @@ func TestAdoptable(t *testing.T) {
 	if err := o.Adoptable(newcomer)(t.Context(), 5); !IsNotOwned(err) {
 		t.Errorf("adopting team 5, managed by team-a/platform: %v, want ResourceNotOwned", err)
 	}
+	viaSecond := mgTeam("team-b", "platform", "b", "", "second", 0)
+	if err := o.Adoptable(viaSecond)(t.Context(), 5); !IsNotOwned(err) {
+		t.Errorf("adopting team 5 through another config of the same server: %v, want ResourceNotOwned (review item 12)", err)
+	}
 	if err := o.Adoptable(newcomer)(t.Context(), 6); err != nil {
 		t.Errorf("adopting an unmanaged team: %v, want allowed", err)
 	}
@@ -109,26 +129,33 @@ func TestCheckTeam(t *testing.T) {
 	// An older Team of team-a claiming team-b's team 9 by a hand-set
 	// external name: refused itself, it must not open team 9 to team-a.
 	hijack := claiming("team-a", "hijack", "d", "9", "default", 2*time.Hour)
-	child := func(teamID int64) *v1alpha1.DeadmanSwitch {
+	child := func(teamID int64, pc string) *v1alpha1.DeadmanSwitch {
 		sw := &v1alpha1.DeadmanSwitch{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sw", UID: "s"}}
-		sw.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}
+		sw.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: pc}
 		sw.Spec.ForProvider.TeamID = &teamID
 		return sw
 	}
-	o := owners(t, mine, theirs, elsewhere, hijack)
+	sameServer := mgTeam("team-b", "same-server", "e", "13", "second", time.Hour)
+	o := owners(t, mine, theirs, elsewhere, hijack, sameServer)
 	cases := map[string]struct {
 		reason string
 		teamID int64
+		pc     string
 		ok     bool
 	}{
 		"OwnTeam":          {reason: "A team managed in the child's namespace is fine.", teamID: 5, ok: true},
+		"OwnTeamOtherPC":   {reason: "A team managed in the child's namespace through another config of the same server is fine (review item 12).", teamID: 5, pc: "second", ok: true},
 		"AnotherNamespace": {reason: "A raw teamId of another namespace's team is refused, though a Team of the child's namespace claims it by a hand-set external name.", teamID: 9},
 		"OtherConfig":      {reason: "A team managed through another provider config is refused.", teamID: 12},
+		"SameServer":       {reason: "A team managed in another namespace through another config of the same server is refused (review item 12).", teamID: 13},
 		"Unmanaged":        {reason: "A team no Team MR manages is refused.", teamID: 77},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sw := child(tc.teamID)
+			if tc.pc == "" {
+				tc.pc = "default"
+			}
+			sw := child(tc.teamID, tc.pc)
 			err := o.CheckTeam(t.Context(), sw, tc.teamID)
 			if (err == nil) != tc.ok {
 				t.Fatalf("\n%s\nCheckTeam(%d): %v, want ok %v", tc.reason, tc.teamID, err, tc.ok)

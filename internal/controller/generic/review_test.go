@@ -10,8 +10,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -128,5 +130,93 @@ func TestRefusalAtAdoptTimeStaysOnReady(t *testing.T) {
 	cr.ObjectMeta.DeletionTimestamp = &metav1.Time{Time: now}
 	if _, err := e.Observe(t.Context(), cr); err != nil {
 		t.Errorf("Observe of a deleted MR: %v, want it let through to clean up", err)
+	}
+}
+
+// childWorld is a server with team "Platform", a ClusterProviderConfig for
+// it, and kube holding objs besides.
+func childWorld(t *testing.T, objs ...client.Object) (*terdutdouble.Server, int64, client.Client) {
+	t.Helper()
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	t.Cleanup(hs.Close)
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+	tm, _ := instance.CreateTeam(t.Context(), "Platform")
+	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
+	cpc.Spec.Endpoint = hs.URL
+	objs = append(objs, cpc, keySecret("crossplane-system", "creds", "tdk_instance"))
+	return double, tm.ID, fakeBuilder(t).WithObjects(objs...).Build()
+}
+
+// observedTeamOwners makes the connector's ownership gate know what a Team
+// observed (its status), as Setup does.
+func observedTeamOwners(teamOf func(*v1alpha1.Team) (int64, bool)) connectorOption[*v1alpha1.Team] {
+	return func(c *Connector[*v1alpha1.Team]) {
+		c.Owners.Observed = func(mg resource.Managed) int64 { return mg.(*v1alpha1.Team).Status.AtProvider.ID }
+		c.Gates = []Gate[*v1alpha1.Team]{ConsentGate[*v1alpha1.Team](c.Kube, "crossplane-system", nil), OwnershipGate(c.Owners, teamOf)}
+	}
+}
+
+// TestObserveOnlyChildMintsNoKey (review item 11): a child that only
+// observes writes nothing to the server, a team key included.
+func TestObserveOnlyChildMintsNoKey(t *testing.T) {
+	team := mgTeam("team-a", "platform", "t", "", "default", time.Hour)
+	double, teamID, kube := childWorld(t, team)
+	SetExternalID(team, teamID)
+	team.Status.AtProvider.ID = teamID
+	if err := kube.Update(t.Context(), team); err != nil {
+		t.Fatal(err)
+	}
+	teamOf := func(*v1alpha1.Team) (int64, bool) { return teamID, true }
+	c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), withTeamOf(teamOf))
+	child := mgTeam("team-a", "imported", "c", "", "default", 0)
+	child.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve})
+	if _, err := c.Connect(t.Context(), child); err != nil {
+		t.Fatal(err)
+	}
+	if n := double.Count("POST /api/service-accounts"); n != 0 {
+		t.Errorf("an Observe-only child made %d service accounts on the server", n)
+	}
+	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 0 {
+		t.Errorf("an Observe-only child minted %d keys", n)
+	}
+	if c.got.Client == nil {
+		t.Error("an Observe-only child got no client to observe with")
+	}
+}
+
+// TestChildOfAnOrphanedTeamStillDeletes (review item 5): a Team MR removed
+// with policies without Delete leaves its team on the server; a child of
+// it, deleted after, must still delete its own object there (it observed it
+// while its team was held), not be let go untouched.
+func TestChildOfAnOrphanedTeamStillDeletes(t *testing.T) {
+	double, teamID, kube := childWorld(t)
+	teamOf := func(*v1alpha1.Team) (int64, bool) { return teamID, true }
+	c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), observedTeamOwners(teamOf))
+	child := mgTeam("team-a", "child", "c", "", "default", 0)
+	SetExternalID(child, 42)
+	child.Status.AtProvider.ID = 42
+	now := metav1.Now()
+	child.DeletionTimestamp = &now
+	ext, err := c.Connect(t.Context(), child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, isUntouched := ext.(untouched[*v1alpha1.Team]); isUntouched || c.got.Client == nil {
+		t.Error("the child of an orphaned team was let go without deleting its object on the server")
+	}
+	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 0 {
+		t.Errorf("%d team keys minted for a delete after the Team is gone (nobody would revoke them)", n)
+	}
+
+	// One that never observed its object (a hand-set external name) is
+	// still refused and let go untouched.
+	grab := mgTeam("team-a", "grab", "g", "", "default", 0)
+	SetExternalID(grab, 43)
+	grab.DeletionTimestamp = &now
+	if ext, err := c.Connect(t.Context(), grab); err != nil {
+		t.Fatal(err)
+	} else if _, isUntouched := ext.(untouched[*v1alpha1.Team]); !isUntouched {
+		t.Error("a child that never observed its object deletes on the server")
 	}
 }

@@ -188,7 +188,10 @@ func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
 		teamKnown    bool
 		teamDeleted  bool
 		getTeamFails bool
-		want         want
+		// listOmitsTeam: lists are shared, and the list of teams
+		// omits the child's team, which exists (review item 14).
+		listOmitsTeam bool
+		want          want
 	}{
 		"TeamGone": {
 			reason:   "a child deleted after its team (as a claim's are) finds nothing to delete and mints no key for a team that is gone",
@@ -201,9 +204,14 @@ func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
 			want:     want{untouched: true},
 		},
 		"TeamThere": {
-			reason:   "a child deleted while its team exists deletes its object with the team's key",
+			reason:   "a child deleted while its team exists deletes its object; with no team key kept it mints none (the key could outlive the Team that would revoke it, review item 11)",
 			deleting: true, teamKnown: true,
-			want: want{mints: 1},
+			want: want{mints: 0},
+		},
+		"TeamMissingFromTheList": {
+			reason:   "a list of teams that omits the child's team is not read as the team gone: only the server's own 404 is (review item 14)",
+			deleting: true, teamKnown: true, listOmitsTeam: true,
+			want: want{mints: 0},
 		},
 		"ServerError": {
 			reason:   "a 5xx while checking the team is not read as gone",
@@ -231,12 +239,18 @@ func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
 			if tc.getTeamFails {
 				double.AddFault(terdutdouble.Fault{Method: "GET", Route: "/api/teams/{id}", Status: 503})
 			}
+			if tc.listOmitsTeam {
+				double.AddFault(terdutdouble.Fault{Method: "GET", Route: "/api/teams", Status: 200, Body: "[]"})
+			}
 			cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
 			cpc.Spec.Endpoint = hs.URL
 			team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
 			kube := fakeBuilder(t).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
 			teamOf := func(*v1alpha1.Team) (int64, bool) { return tm.ID, tc.teamKnown }
 			c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), withTeamOf(teamOf))
+			if tc.listOmitsTeam {
+				c.servers.ListMaxAge = time.Hour
+			}
 			child := mgTeam("team-a", "child", "c", "", "default", 0)
 			if tc.deleting {
 				now := metav1.Now()
