@@ -9,7 +9,7 @@ import (
 // EscalationPolicyParameters are a team's whole escalation policy.
 // +kubebuilder:validation:XValidation:rule="has(self.teamId) || has(self.teamIdRef) || has(self.teamIdSelector)",message="set teamId, teamIdRef or teamIdSelector"
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !has(self.teamId) || (!has(self.teamIdRef) && !has(self.teamIdSelector))",message="set either teamId or teamIdRef/teamIdSelector, not both",optionalOldSelf=true
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.teamId) || (has(self.teamId) && self.teamId == oldSelf.teamId)",message="teamId is immutable: a policy belongs to one team; create a new EscalationPolicy for another team"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.teamId) || (has(self.teamId) && (self.teamId == oldSelf.teamId || has(self.teamIdRef)))",message="teamId is immutable (it follows teamIdRef only when that Team was made again on the server): a policy belongs to one team; create a new EscalationPolicy for another team"
 type EscalationPolicyParameters struct {
 	// TeamID is the server ID of the team. Set it, or let teamIdRef or
 	// teamIdSelector resolve it from a Team in this namespace.

@@ -2,6 +2,9 @@ package v1alpha1
 
 import (
 	"context"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,6 +43,9 @@ func resolveTeamID(ctx context.Context, c client.Reader, o any, id **int64, ref 
 	if !ok1 || !ok2 || !ok3 {
 		return errors.New(errNotManaged)
 	}
+	if err := followRecreatedTeam(ctx, c, mg.GetNamespace(), id, *ref); err != nil {
+		return errors.Wrap(err, errResolveTeamID)
+	}
 	rsp, err := reference.NewAPIResolver(c, mg).Resolve(ctx, reference.ResolutionRequest{
 		CurrentValue: reference.FromIntPtrValue(*id),
 		Reference:    *ref,
@@ -53,6 +59,24 @@ func resolveTeamID(ctx context.Context, c client.Reader, o any, id **int64, ref 
 	}
 	*id = reference.ToIntPtrValue(rsp.ResolvedValue)
 	*ref = rsp.ResolvedReference
+	return nil
+}
+
+// followRecreatedTeam clears *id when the Team ref names holds a new team in
+// its place (its previousIds list *id): the team was found gone from the
+// server and made again, so the child follows it. Nothing else moves a
+// resolved teamId.
+func followRecreatedTeam(ctx context.Context, c client.Reader, ns string, id **int64, ref *xpv2.Reference) error {
+	if *id == nil || ref == nil || ref.Name == "" {
+		return nil
+	}
+	t := &Team{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, t); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if slices.Contains(t.Status.AtProvider.PreviousIDs, **id) && t.Status.AtProvider.ID != 0 && t.Status.AtProvider.ID != **id {
+		*id = nil
+	}
 	return nil
 }
 

@@ -47,6 +47,14 @@ type TeamObservation struct {
 
 	// CreatedAt is when the server created the team.
 	CreatedAt *metav1.Time `json:"createdAt,omitempty"`
+
+	// PreviousIDs are the IDs of teams this Team held before they were
+	// found gone from the server and made again (newest last). A child
+	// whose teamIdRef names this Team and whose teamId is one of them
+	// follows it to the new ID.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	PreviousIDs []int64 `json:"previousIds,omitempty"`
 }
 
 // A TeamSpec defines the desired state of a Team.

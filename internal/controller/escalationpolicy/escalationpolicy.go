@@ -119,6 +119,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 		return managed.ExternalObservation{}, nil
 	}
 	if t := cr.Spec.ForProvider.TeamID; t != nil && *t != id {
+		if cr.Status.AtProvider.TeamID == id {
+			// NOTE: it observed its policy on team id, and its teamId
+			// followed its Team to a team made in the old one's place
+			// (the old one, and its policy, are gone): make it there.
+			return managed.ExternalObservation{}, nil
+		}
 		return managed.ExternalObservation{}, errors.Errorf(errTeamMismatch, id, *t)
 	}
 	cur, err := e.get(ctx, id)

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -81,6 +82,14 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
+	if meta.WasDeleted(cr) && !generic.Allows(cr, xpv2.ManagementActionDelete) && e.keys != nil {
+		// NOTE: a Team removed without Delete leaves its team on the
+		// server, but its scoped key is the provider's own: nobody
+		// would hold or revoke it after the finalizer goes.
+		if err := e.keys.RevokeTeamKey(ctx, id); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	}
 	t, err := e.api.GetTeam(ctx, id)
 	if terdut.IsNotFound(err) && meta.WasDeleted(cr) && e.keys != nil {
 		// NOTE: Delete removes the team, then its scoped key. If that
@@ -97,7 +106,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 		return managed.ExternalObservation{}, errors.Wrap(err, errGetTeam)
 	}
 	e.observed = t
+	prev := cr.Status.AtProvider.PreviousIDs
 	cr.Status.AtProvider = Observation(t)
+	cr.Status.AtProvider.PreviousIDs = prev
 	cr.SetConditions(xpv2.Available())
 	diff := Diff(cr.Spec.ForProvider, t)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
@@ -108,6 +119,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 // attempt) made it first: adopt it.
 func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
 	name := cr.Spec.ForProvider.DisplayName
+	old, hadOld, _ := generic.ExternalID(cr)
 	t, _, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.Team]{
 		Kind: "team", Name: name,
 		Lookup: func(ctx context.Context) (*terdut.Team, error) { return e.api.GetTeamByName(ctx, name) },
@@ -117,8 +129,36 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
+	if hadOld && t.ID != old {
+		if err := e.replaced(ctx, cr, old, t.ID); err != nil {
+			return managed.ExternalCreation{}, err
+		}
+	}
 	generic.SetExternalID(cr, t.ID)
 	return managed.ExternalCreation{}, nil
+}
+
+const (
+	msgRecreated = "team %d was gone from terdut-server (deleted outside Kubernetes?, and with it its escalation policy, switches and integrations): team %d now holds its place. Children whose teamIdRef names this Team follow it and are made again there; integrations get NEW webhook URLs and keys in their Secrets. Children that set teamId %d by hand must be changed."
+	maxPreviousIDs = 10
+)
+
+// replaced records that the team this Team held (old) was gone and another
+// (id) holds its place: the old team's scoped key goes (its account went
+// with the team; its Secret would stay), a Warning says so, and the old ID
+// is kept in status for the children to follow.
+func (e *external) replaced(ctx context.Context, cr *v1alpha1.Team, old, id int64) error {
+	if e.keys != nil {
+		if err := e.keys.RevokeTeamKey(ctx, old); err != nil {
+			return err
+		}
+	}
+	if e.adopter.Record != nil {
+		e.adopter.Record.Event(cr, event.Warning(generic.ReasonRecreated, errors.Errorf(msgRecreated, old, id, old)))
+	}
+	prev := append(cr.Status.AtProvider.PreviousIDs, old)
+	cr.Status.AtProvider.PreviousIDs = prev[max(0, len(prev)-maxPreviousIDs):]
+	return nil
 }
 
 // Update renames the team and sets its OIDC groups, each only if it differs.

@@ -1,0 +1,83 @@
+package team
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+)
+
+// TestOrphanedTeamRevokesItsKey (review item 11): a Team removed with
+// management policies without Delete leaves its team on the server, but not
+// its scoped key: nobody would hold or revoke it once the finalizer goes.
+func TestOrphanedTeamRevokesItsKey(t *testing.T) {
+	f := controllertest.New(t)
+	id := f.Team(t, "Platform")
+	k := &keys{held: map[int64]bool{id: true}}
+	cr := team(withID(id))
+	cr.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize})
+	now := metav1.Now()
+	cr.SetDeletionTimestamp(&now)
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}, keys: k}
+	if _, err := e.Observe(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if k.held[id] {
+		t.Error("the orphaned Team's scoped key is still kept: a live key nobody owns")
+	}
+	if _, err := f.Client.GetTeam(t.Context(), id); err != nil {
+		t.Errorf("the orphaned team itself is gone from the server: %v", err)
+	}
+}
+
+// TestTeamMadeAgainSaysSo (review item 7): a team deleted outside Kubernetes
+// is made again with a new ID; that must not be silent, the old team's key
+// Secret must go, and the old ID is kept for the children to follow.
+func TestTeamMadeAgainSaysSo(t *testing.T) {
+	f := controllertest.New(t)
+	old := f.Team(t, "Platform")
+	k := &keys{held: map[int64]bool{old: true}}
+	rec := &controllertest.Recorder{}
+	cr := team(withID(old))
+	cr.Status.AtProvider.ID = old
+	if err := f.Client.DeleteTeam(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, keys: k}
+	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
+		t.Fatalf("Observe of a deleted team = %+v, %v", o, err)
+	}
+	if _, err := e.Create(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	id, _, _ := generic.ExternalID(cr)
+	if id == old {
+		t.Fatal("the team was not made again")
+	}
+	if !slices.Contains(rec.Reasons(), generic.ReasonRecreated) {
+		t.Errorf("events %v, want a %s Warning naming the old and new IDs", rec.Reasons(), generic.ReasonRecreated)
+	}
+	if k.held[old] {
+		t.Error("the gone team's key Secret is left behind")
+	}
+	if !slices.Contains(cr.Status.AtProvider.PreviousIDs, old) {
+		t.Errorf("status.atProvider.previousIds = %v, want it to hold %d", cr.Status.AtProvider.PreviousIDs, old)
+	}
+	// Observed again, the Team keeps the old ID for its children.
+	e = &external{api: f.Client, adopter: generic.Adopter{Record: rec}, keys: k}
+	if _, err := e.Observe(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if cr.Status.AtProvider.ID != id || !slices.Contains(cr.Status.AtProvider.PreviousIDs, old) {
+		t.Errorf("after Observe: id %d previousIds %v; want %d and %d kept", cr.Status.AtProvider.ID, cr.Status.AtProvider.PreviousIDs, id, old)
+	}
+	if _, err := f.Client.GetTeam(t.Context(), id); err != nil || meta.GetExternalName(cr) == "" {
+		t.Errorf("new team %d: %v", id, err)
+	}
+}
