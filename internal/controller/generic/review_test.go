@@ -220,3 +220,35 @@ func TestChildOfAnOrphanedTeamStillDeletes(t *testing.T) {
 		t.Error("a child that never observed its object deletes on the server")
 	}
 }
+
+// TestRevokeOfTheReplacedTeamKeyIsRetried (review item 13): when revoking
+// the key a re-mint replaced fails once, that key's ID must not be
+// forgotten: the next use of the team's key revokes it.
+func TestRevokeOfTheReplacedTeamKeyIsRetried(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance", MaxRetries: -1})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg.Spec.Endpoint = hs.URL
+	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := o.Token
+	double.AddFault(terdutdouble.Fault{Method: "GET", Route: "/api/teams/{id}/integrations", Status: 401, Times: 1})
+	double.AddFault(terdutdouble.Fault{Method: "DELETE", Route: "/api/service-accounts/{id}/keys/{kid}", Status: 503, Times: 1})
+	tc, _ := terdut.New(o)
+	_, _ = tc.ListIntegrations(t.Context(), team.ID)
+	if !double.Verify(first.Reveal()).Valid {
+		t.Fatal("the replaced key was revoked at once: the injected 503 did not apply")
+	}
+	if _, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID); err != nil {
+		t.Fatalf("the next use of the team key: %v", err)
+	}
+	if double.Verify(first.Reveal()).Valid {
+		t.Error("the replaced key is still valid after the next use of the team key: its revocation was forgotten")
+	}
+}

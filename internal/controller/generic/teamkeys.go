@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,10 @@ const (
 	LabelTeamID         = "terdut.ryuvia.com/team-id"
 	LabelProviderConfig = "terdut.ryuvia.com/provider-config"
 	AnnotationConfig    = "terdut.ryuvia.com/provider-config-id"
+	// AnnotationRevokeKeyID names keys that were replaced and are still
+	// to be revoked (comma-separated): a revocation that failed once is
+	// tried again, never forgotten.
+	AnnotationRevokeKeyID = "terdut.ryuvia.com/revoke-key-id"
 
 	keyToken     = "token"
 	keyAccountID = "account-id"
@@ -130,6 +135,9 @@ func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options,
 	if err == nil && tok == "" {
 		tok, err = k.mintIfMissing(ctx, cfg, instance, teamID)
 	}
+	if err == nil && len(pendingRevocations(s)) > 0 {
+		err = k.revokePending(ctx, cfg, instance, teamID)
+	}
 	if err != nil {
 		return terdut.Options{}, err
 	}
@@ -212,12 +220,19 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		return "", errors.Wrapf(err, errMintTeamKey, teamID)
 	}
 	replaced := keyOf(cur)
+	pending := pendingRevocations(cur)
+	if replaced.account == sa.ID && replaced.key != 0 && replaced.key != key.ID {
+		pending = append(pending, replaced.key)
+	}
 	s := cur
 	if s == nil {
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: SecretName(cfg, teamID)}}
 	}
 	s.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelTeamID: FormatID(teamID), LabelProviderConfig: configHash(cfg)}
 	s.Annotations = map[string]string{AnnotationConfig: cfg.ID()}
+	if len(pending) > 0 {
+		s.Annotations[AnnotationRevokeKeyID] = formatIDs(pending)
+	}
 	s.Data = map[string][]byte{
 		keyToken:     []byte(key.Key.Reveal()),
 		keyAccountID: []byte(FormatID(sa.ID)),
@@ -234,14 +249,77 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		_ = instance.RevokeKey(ctx, sa.ID, key.ID)
 		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
 	}
-	// NOTE: only once the new key is written: the key it replaces (on the
-	// same account) is revoked, so no key stays valid that nobody holds.
-	if replaced.account == sa.ID && replaced.key != 0 && replaced.key != key.ID {
-		if err := instance.RevokeKey(ctx, sa.ID, replaced.key); err != nil && !terdut.IsNotFound(err) {
-			return "", errors.Wrapf(err, errRevokeOldKey, replaced.key, teamID)
+	// NOTE: only once the new key is written: the keys it replaces (on the
+	// same account) are revoked, so no key stays valid that nobody holds.
+	// One that cannot be revoked now stays named in the Secret, and the
+	// next use of the team's key tries again (Options).
+	_ = k.revokeIn(ctx, instance, s, teamID)
+	return key.Key, nil
+}
+
+// revokePending revokes the replaced keys the team's Secret still names,
+// read past the cache under the team's minting lock.
+func (k *TeamKeys) revokePending(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) error {
+	defer k.lock(SecretName(cfg, teamID))()
+	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
+	if err != nil || s == nil {
+		return err
+	}
+	return k.revokeIn(ctx, instance, s, teamID)
+}
+
+// revokeIn revokes the replaced keys s names and writes back those that
+// are left.
+func (k *TeamKeys) revokeIn(ctx context.Context, instance *terdut.Client, s *corev1.Secret, teamID int64) error {
+	pending := pendingRevocations(s)
+	if len(pending) == 0 {
+		return nil
+	}
+	acct := keyOf(s).account
+	var left []int64
+	var first error
+	for _, id := range pending {
+		if err := instance.RevokeKey(ctx, acct, id); err != nil && !terdut.IsNotFound(err) {
+			left = append(left, id)
+			if first == nil {
+				first = errors.Wrapf(err, errRevokeOldKey, id, teamID)
+			}
 		}
 	}
-	return key.Key, nil
+	if len(left) == len(pending) {
+		return first
+	}
+	if len(left) == 0 {
+		delete(s.Annotations, AnnotationRevokeKeyID)
+	} else {
+		s.Annotations[AnnotationRevokeKeyID] = formatIDs(left)
+	}
+	if err := k.Kube.Update(ctx, s); err != nil {
+		return errors.Wrapf(err, errWriteTeamKey, s.Namespace, s.Name)
+	}
+	return first
+}
+
+// pendingRevocations are the replaced keys a team key Secret still names.
+func pendingRevocations(s *corev1.Secret) []int64 {
+	if s == nil || s.Annotations[AnnotationRevokeKeyID] == "" {
+		return nil
+	}
+	var ids []int64
+	for f := range strings.SplitSeq(s.Annotations[AnnotationRevokeKeyID], ",") {
+		if id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64); err == nil && id > 0 {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func formatIDs(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = FormatID(id)
+	}
+	return strings.Join(parts, ",")
 }
 
 // keyRef names a key of a team's account.
