@@ -176,6 +176,8 @@ type Integration struct {
 	Name string `json:"name"`
 	URL  Secret `json:"url,omitempty"`
 	Key  Secret `json:"key,omitempty"`
+	// CreatedAt is when the server made it, where it says. [assumed]
+	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
 // integrationName is the body of PATCH /api/teams/{id}/integrations/{iid}.

@@ -66,6 +66,7 @@ const (
 	errSecretLost        = "the connection Secret lost the webhook url and key: see the Ready condition"
 	msgSecretLost        = "Secret %q no longer holds the webhook url and key of integration %d, and terdut-server never shows them again. No new key was minted, so nothing that sends to this integration broke. To get a new URL and key, delete and recreate this Integration."
 	msgRecreated         = "integration %d was gone from terdut-server (deleted outside Kubernetes?): integration %d was created in its place, with a NEW webhook URL and key in Secret %q. Senders using the old URL and key fail until they read the new Secret."
+	msgImported          = "integration %d is imported (management policies without Create): its url and key were shown once, to whoever made it, and are not in the connection Secret"
 	msgKeyRotated        = "kind changed from %s to %s: integration %d was deleted and %d created in its place, with a NEW webhook URL and key in Secret %q. Senders using the old URL and key fail until they read the new Secret."
 )
 
@@ -106,7 +107,7 @@ func teamOf(cr *v1alpha1.Integration) (int64, bool) {
 
 // New returns an Integration's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Integration] {
-	return &external{api: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adopter: d.Adopter}
+	return &external{api: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adopter: d.Adopter, now: time.Now}
 }
 
 type external struct {
@@ -119,6 +120,8 @@ type external struct {
 	// replace is an integration Observe found of another kind than the
 	// spec's: Create deletes it before it creates the new one.
 	replace *terdut.Integration
+	// now is the clock the orphan clean-up is bounded by (nil: time.Now).
+	now func() time.Time
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.Integration] = (*external)(nil)
@@ -165,6 +168,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, err
+	}
+	if details == nil && !mayCreate(cr) {
+		// NOTE: an import (policies without Create) never had the key:
+		// the server showed it once, to whoever made it. Nothing is lost.
+		cr.SetConditions(xpv2.Available().WithMessage(fmt.Sprintf(msgImported, id)))
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
 	}
 	if details == nil {
 		msg := fmt.Sprintf(msgSecretLost, secretName(cr), id)
@@ -217,7 +226,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			// Secret the server would refuse (or one another object
 			// controls) fails here, before a key exists that nobody
 			// could hold.
-			if err := e.writeSecret(ctx, cr, map[string]string{AnnotationCreating: time.Now().UTC().Format(time.RFC3339)}, nil); err != nil {
+			if err := e.writeSecret(ctx, cr, map[string]string{AnnotationCreating: e.clock().UTC().Format(time.RFC3339)}, nil); err != nil {
 				return nil, errors.Wrapf(err, errPrepareSecret, secretName(cr))
 			}
 			return e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
@@ -253,12 +262,7 @@ func byName(name string) func(terdut.Integration) bool {
 
 // mayCreate says whether the MR's management policies let Create run.
 func mayCreate(cr *v1alpha1.Integration) bool {
-	for _, p := range cr.GetManagementPolicies() {
-		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionCreate {
-			return true
-		}
-	}
-	return len(cr.GetManagementPolicies()) == 0
+	return generic.Allows(cr, xpv2.ManagementActionCreate)
 }
 
 // Update renames in place; the URL and key stay. (A kind change is a

@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,18 +22,39 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
+// OrphanWindow bounds the clean-up of an interrupted Create: only within it
+// after the Secret was marked "creating" is an integration of the MR's name
+// taken for that Create's orphan. Later, one of that name may be anyone's
+// (say, made by hand to unblock senders while the provider was down): it is
+// adopted, never deleted, and the missing key is reported
+// (WebhookSecretLost).
+const OrphanWindow = 10 * time.Minute
+
+// orphanClockAllowance is how far the server's clock may be behind ours
+// when it says when an integration was made.
+const orphanClockAllowance = time.Minute
+
 // deleteOrphan deletes the integration an interrupted Create left behind:
-// the Secret is still marked "creating" and does not hold the key of the
-// integration of the MR's name. Nobody holds that key, so deleting it breaks
-// nothing, and adopting it would leave the MR without a key.
+// the Secret is still marked "creating", recently, and does not hold the
+// key of the integration of the MR's name. Nobody holds that key, so
+// deleting it breaks nothing, and adopting it would leave the MR without a
+// key.
 func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, teamID int64) error {
 	s, err := e.secret(ctx, e.read(), cr)
 	if err != nil || s == nil || s.Annotations[AnnotationCreating] == "" {
 		return err
 	}
+	marked, err := time.Parse(time.RFC3339, s.Annotations[AnnotationCreating])
+	if err != nil || e.clock().Sub(marked) > OrphanWindow {
+		return nil //nolint:nilerr // An unreadable or old mark: nothing is taken for an orphan.
+	}
 	orphan, err := e.find(ctx, teamID, byName(cr.Spec.ForProvider.Name))
 	if err != nil || orphan == nil || s.Annotations[AnnotationIntegrationID] == generic.FormatID(orphan.ID) {
 		return err
+	}
+	if !orphan.CreatedAt.IsZero() && orphan.CreatedAt.Before(marked.Add(-orphanClockAllowance)) {
+		// Made before the interrupted Create began: not its orphan.
+		return nil
 	}
 	if refused := e.adopter.Check.Allowed(ctx, orphan.ID); refused != nil {
 		// Another MR manages it: not ours to delete; adoption refuses it
@@ -95,6 +117,13 @@ func (e *external) secret(ctx context.Context, r client.Reader, cr *v1alpha1.Int
 		return nil, errors.Wrap(err, errGetSecret)
 	}
 	return s, nil
+}
+
+func (e *external) clock() time.Time {
+	if e.now == nil {
+		return time.Now()
+	}
+	return e.now()
 }
 
 // read is the reader past the cache (the cache itself in unit tests).
