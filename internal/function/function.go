@@ -143,6 +143,8 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 			if err := databaseReady(req, rsp, n, r); err != nil {
 				return nil, nil, nil, err
 			}
+		} else {
+			dsnReady(rsp, out, notReady)
 		}
 		status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
 		return out, notReady, status, err

@@ -265,6 +265,7 @@ func TestDatabaseReady(t *testing.T) {
 		reason      string
 		xr          string
 		required    map[string]*fnv1.Resources
+		observed    map[string]*fnv1.Resource
 		wantRequire bool
 		want        string
 	}{
@@ -292,14 +293,21 @@ func TestDatabaseReady(t *testing.T) {
 			want: "STATUS_CONDITION_TRUE Running: postgresql platform-oncall/terdut-postgres is Running",
 		},
 		"DSN": {
-			reason: "a dsn is not checked (the Deployment's readiness probe is that check): nothing asked, no condition",
+			reason: "a dsn of the owner's own is checked by terdut-server's readiness probe: nothing asked, and DatabaseReady waits for the Deployment (review item 15)",
 			xr:     serverXR,
+			want:   "STATUS_CONDITION_UNKNOWN WaitingForServer: the database at database.dsn is checked by terdut-server's readiness probe; Deployment platform-oncall/terdut: not created yet",
+		},
+		"DSNServerAvailable": {
+			reason:   "with the Deployment Available, a dsn's database is ready (review item 15)",
+			xr:       serverXR,
+			observed: map[string]*fnv1.Resource{"deployment": {Resource: resource.MustStructJSON(`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"namespace": "platform-oncall", "name": "terdut"}, "status": {"conditions": [{"type": "Available", "status": "True"}]}}`)}},
+			want:     "STATUS_CONDITION_TRUE ServerReady: terdut-server's readiness probe reaches the database at database.dsn (Deployment platform-oncall/terdut is Available)",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			req := &fnv1.RunFunctionRequest{
-				Observed:          &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(tc.xr)}},
+				Observed:          &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(tc.xr)}, Resources: tc.observed},
 				Desired:           &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(tc.xr)}},
 				RequiredResources: tc.required,
 			}

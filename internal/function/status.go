@@ -39,9 +39,10 @@ func bootstrapped(rsp *fnv1.RunFunctionResponse, n ServerNames, notReady map[str
 		TargetCompositeAndClaim()
 }
 
-// TypeDatabaseReady is the server claim's condition that its Zalando
-// postgres-operator cluster runs (seed §4.1, §8). A dsn is not checked: the
-// Deployment's readiness probe is that check.
+// TypeDatabaseReady is the server claim's condition that its database is
+// there (seed §4.1, §8): a Zalando postgres-operator cluster that runs, or,
+// for a dsn of the owner's own, terdut-server's readiness probe (which
+// reaches the database) passing.
 const TypeDatabaseReady = "DatabaseReady"
 
 // requiredPostgres names the Zalando cluster among the required resources.
@@ -78,6 +79,27 @@ func databaseReady(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, 
 			WithMessage(fmt.Sprintf("%s is %s", what, phase)).TargetCompositeAndClaim()
 	}
 	return nil
+}
+
+// dsnReady sets DatabaseReady for a database the owner brings (a dsn): the
+// function cannot reach it, terdut-server's readiness probe does, so the
+// condition follows the Deployment's availability.
+func dsnReady(rsp *fnv1.RunFunctionResponse, out []Composed, notReady map[string]string) {
+	for _, c := range out {
+		d, ok := c.Object.(*appsv1.Deployment)
+		if !ok {
+			continue
+		}
+		what := "Deployment " + d.Namespace + "/" + d.Name
+		if why, waiting := notReady[c.Name]; waiting {
+			response.ConditionUnknown(rsp, TypeDatabaseReady, "WaitingForServer").
+				WithMessage("the database at database.dsn is checked by terdut-server's readiness probe; " + why).TargetCompositeAndClaim()
+			return
+		}
+		response.ConditionTrue(rsp, TypeDatabaseReady, "ServerReady").
+			WithMessage("terdut-server's readiness probe reaches the database at database.dsn (" + what + " is Available)").TargetCompositeAndClaim()
+		return
+	}
 }
 
 // ObservedTeamID is the server-side ID of the composed Team, once its
