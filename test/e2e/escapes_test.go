@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,10 +21,10 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 )
 
-// TestTenancyEscapes: ten ways a tenant might reach what is not theirs.
+// TestTenancyEscapes: thirteen ways a tenant might reach what is not theirs.
 // Each must fail to do harm, with the reason the tenant sees.
 func TestTenancyEscapes(t *testing.T) {
-	scenariof(t, "ten tenancy escapes, each must fail to do harm")
+	scenariof(t, "thirteen tenancy escapes, each must fail to do harm")
 	namespace(t, "esc-a", nil)
 	namespace(t, "esc-b", nil)
 	namespace(t, "esc-x", map[string]string{})
@@ -279,18 +280,13 @@ spec:
 
 	escape("a second Team with the same display name in another namespace", func() (string, string) {
 		apply(t, teamYAML("esc-b", "alpha-too", "Escape Alpha"))
-		// NOTE: refused at Create (adoption), where the runtime marks
-		// Ready Creating: the refusal is Synced's message.
+		// NOTE: refused at Create (adoption); the refusal is kept on
+		// Ready, where crossplane-runtime would show Creating (review 9).
 		cr := &v1alpha1.Team{ObjectMeta: om("esc-b", "alpha-too")}
-		why := ""
-		eventually(t, 60*time.Second, "alpha-too refused", func() string {
-			_ = env.kube.Get(t.Context(), client.ObjectKeyFromObject(cr), cr)
-			// An empty message (not reconciled yet) must not read as done.
-			if why = cr.GetCondition(xpv2.TypeSynced).Message; !strings.Contains(why, "is already managed by Team esc-a/alpha") {
-				return "Synced: " + why
-			}
-			return ""
-		})
+		why := refusedWith(cr, "ResourceNotOwned")
+		if !strings.Contains(why, "is already managed by Team esc-a/alpha") {
+			return why, "refused for another reason"
+		}
 		if meta.GetExternalName(cr) != "" {
 			return why, "it took team " + meta.GetExternalName(cr)
 		}
@@ -316,6 +312,89 @@ spec:
 			return why, fmt.Sprintf("service account %d was created", sa.ID)
 		}
 		return why, ""
+	})
+
+	// Review item 1: accounts of the whole server, or of another team,
+	// that a tenant's ServiceAccount names.
+	account := func(a terdut.ServiceAccount) int64 {
+		got, err := env.admin.CreateServiceAccount(t.Context(), a)
+		if err != nil {
+			t.Fatalf("service account %s: %v", a.Name, err)
+		}
+		t.Cleanup(func() { _ = env.admin.DeleteServiceAccount(context.Background(), got.ID) })
+		return got.ID
+	}
+	botID := account(terdut.ServiceAccount{Name: "esc-ci-bot", Scope: terdut.ScopeInstance})
+	alphaBotID := account(terdut.ServiceAccount{Name: "esc-alpha-bot", Scope: terdut.ScopeTeam, TeamID: &alphaID})
+	keysOf := func(id int64) int {
+		for _, a := range state(t).ServiceAccounts {
+			if a.ID == id {
+				return len(a.KeyIDs)
+			}
+		}
+		return 0
+	}
+	escape("a team-scoped ServiceAccount named like an instance account, and one like another team's account", func() (string, string) {
+		apply(t, `apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ServiceAccount
+metadata: {name: bot, namespace: esc-b}
+spec:
+  writeConnectionSecretToRef: {name: bot-key}
+  forProvider: {name: esc-ci-bot, scope: team, teamIdRef: {name: beta}}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ServiceAccount
+metadata: {name: alpha-bot, namespace: esc-b}
+spec:
+  writeConnectionSecretToRef: {name: alpha-bot-key}
+  forProvider: {name: esc-alpha-bot, scope: team, teamIdRef: {name: beta}}
+`)
+		why := refusedWith(&v1alpha1.ServiceAccount{ObjectMeta: om("esc-b", "bot")}, "ResourceNotOwned")
+		why += "; " + refusedWith(&v1alpha1.ServiceAccount{ObjectMeta: om("esc-b", "alpha-bot")}, "ResourceNotOwned")
+		for _, s := range []string{"bot-key", "alpha-bot-key"} {
+			if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: "esc-b", Name: s}, &corev1.Secret{}); err == nil {
+				return why, "a key was written to esc-b/" + s
+			}
+		}
+		if n, m := keysOf(botID), keysOf(alphaBotID); n+m != 0 {
+			return why, fmt.Sprintf("keys minted: %d on the instance account, %d on alpha's", n, m)
+		}
+		return why, ""
+	})
+
+	escape("a ServiceAccount named like the provider's key account of another team", func() (string, string) {
+		out, err := kubectlOut(fmt.Appendf(nil, `apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ServiceAccount
+metadata: {name: squat-key, namespace: esc-b}
+spec:
+  writeConnectionSecretToRef: {name: squat-key}
+  forProvider: {name: crossplane-team-%d, scope: team, teamIdRef: {name: beta}}
+`, alphaID), "apply", "-f", "-")
+		if err == nil {
+			return out, "the API server took it"
+		}
+		if sa, _ := env.admin.GetServiceAccountByName(t.Context(), fmt.Sprintf("crossplane-team-%d", alphaID)); sa != nil && (sa.TeamID == nil || *sa.TeamID != alphaID) {
+			return out, "alpha's key account was changed"
+		}
+		return out, ""
+	})
+
+	escape("a namespaced ProviderConfig that reads the provider's own token file and sends it to the tenant's endpoint", func() (string, string) {
+		var got []string
+		for _, src := range []string{"{source: Filesystem, fs: {path: /var/run/secrets/kubernetes.io/serviceaccount/token}}", "{source: Environment, env: {name: HOME}}"} {
+			out, err := kubectlOut([]byte(`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ProviderConfig
+metadata: {name: exfil, namespace: esc-b}
+spec:
+  endpoint: http://127.0.0.1:9
+  credentials: `+src+`
+`), "apply", "-f", "-")
+			if err == nil {
+				return out, "the API server took a ProviderConfig with credentials " + src
+			}
+			got = append(got, firstLine(out))
+		}
+		return strings.Join(got, "; "), ""
 	})
 
 	escape("a team-scoped key used against another team's objects", func() (string, string) {

@@ -127,7 +127,7 @@ func TestRefusalAtAdoptTimeStaysOnReady(t *testing.T) {
 		t.Errorf("Observe after a spec change: %v, want the server asked again", err)
 	}
 	_, _ = e.Create(t.Context(), cr)
-	cr.ObjectMeta.DeletionTimestamp = &metav1.Time{Time: now}
+	cr.DeletionTimestamp = &metav1.Time{Time: now}
 	if _, err := e.Observe(t.Context(), cr); err != nil {
 		t.Errorf("Observe of a deleted MR: %v, want it let through to clean up", err)
 	}

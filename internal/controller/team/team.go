@@ -3,6 +3,7 @@ package team
 
 import (
 	"context"
+	"slices"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,7 +140,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 }
 
 const (
-	msgRecreated = "team %d was gone from terdut-server (deleted outside Kubernetes?, and with it its escalation policy, switches and integrations): team %d now holds its place. Children whose teamIdRef names this Team follow it and are made again there; integrations get NEW webhook URLs and keys in their Secrets. Children that set teamId %d by hand must be changed."
+	msgRecreated   = "team %d was gone from terdut-server (deleted outside Kubernetes?, and with it its escalation policy, switches and integrations): team %d now holds its place. Children whose teamIdRef names this Team follow it and are made again there; integrations get NEW webhook URLs and keys in their Secrets. Children that set teamId %d by hand must be changed."
 	maxPreviousIDs = 10
 )
 
@@ -156,7 +157,7 @@ func (e *external) replaced(ctx context.Context, cr *v1alpha1.Team, old, id int6
 	if e.adopter.Record != nil {
 		e.adopter.Record.Event(cr, event.Warning(generic.ReasonRecreated, errors.Errorf(msgRecreated, old, id, old)))
 	}
-	prev := append(cr.Status.AtProvider.PreviousIDs, old)
+	prev := append(slices.Clone(cr.Status.AtProvider.PreviousIDs), old)
 	cr.Status.AtProvider.PreviousIDs = prev[max(0, len(prev)-maxPreviousIDs):]
 	return nil
 }
