@@ -188,14 +188,16 @@ func (o Owners) byExternalName(en string) []client.ListOption {
 	return []client.ListOption{client.MatchingFields{IndexExternalName: en}}
 }
 
-// Other returns another MR of the kind, using mg's provider config, whose
-// external name is externalName; with firstOnly, only one that was there
-// before mg. Nil when there is none.
+// Other returns another MR of the kind, on mg's server, whose external
+// name is externalName: the one whose claim ranks first (one that observed
+// the object before one that only names it, then the oldest). With
+// firstOnly, only one that outranks mg. Nil when there is none.
 func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName string, firstOnly bool) (resource.Managed, error) {
 	l := o.NewList()
 	if err := o.Kube.List(ctx, l, o.byExternalName(externalName)...); err != nil {
 		return nil, errors.Wrap(err, errListManagers)
 	}
+	var best resource.Managed
 	for _, other := range l.GetItems() {
 		if other.GetUID() == mg.GetUID() || meta.GetExternalName(other) != externalName {
 			continue
@@ -206,11 +208,14 @@ func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName str
 			}
 			continue
 		}
-		if !firstOnly || o.outranks(other, mg) {
-			return other, nil
+		if firstOnly && !o.outranks(other, mg) {
+			continue
+		}
+		if best == nil || o.outranks(other, best) {
+			best = other
 		}
 	}
-	return nil, nil //nolint:nilnil // Nobody else manages it.
+	return best, nil
 }
 
 // refuse records an ownership refusal on mg and returns it as an error.
