@@ -62,6 +62,7 @@ type flags struct {
 	listMaxAge         time.Duration
 	naive              bool
 	maxBackoff         time.Duration
+	absenceWait        time.Duration
 	pprof              bool
 }
 
@@ -82,6 +83,7 @@ func parse(args []string) (flags, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Where the Prometheus metrics are served; 0 turns them off.")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "Where /healthz and /readyz are served; 0 turns them off.")
 	fs.DurationVar(&f.listMaxAge, "list-max-age", -1, "How long one list of a team's switches or integrations (and of the teams and users) serves every MR that asks; 0 asks the server for each MR. Default: half of --poll, so drift is seen within 1.5 polls at most.")
+	fs.DurationVar(&f.absenceWait, "absence-confirmation", generic.DefaultAbsenceConfirmation, "A switch or integration its team's list no longer shows is taken as gone (and made again) only if a fresh read this long after still does not show it: longer than your server's lists may lag.")
 	fs.DurationVar(&f.maxBackoff, "max-backoff", 10*time.Second, "At most this long between the retries of one managed resource (crossplane-runtime's default is 60s): after an outage everything is back within it.")
 	fs.BoolVar(&f.naive, "naive", false, "Benchmarks only: no list sharing, and ownership checks that list every MR of a kind (the side-by-side \"before\" of make bench-scale).")
 	fs.BoolVar(&f.pprof, "pprof", false, "Serve Go's profiles at /debug/pprof/ on the metrics address (for an SRE measuring memory or CPU).")
@@ -183,12 +185,13 @@ func run(f flags) error {
 			TeamKeys:   &generic.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace},
 			ListMaxAge: f.listMaxAge,
 		},
-		Naive:              f.naive,
-		MaxBackoff:         f.maxBackoff,
-		ManagementPolicies: f.managementPolicies,
-		Namespace:          f.namespace,
-		Indexes:            &generic.Indexes{},
-		Checks:             checks,
+		Naive:               f.naive,
+		MaxBackoff:          f.maxBackoff,
+		AbsenceConfirmation: f.absenceWait,
+		ManagementPolicies:  f.managementPolicies,
+		Namespace:           f.namespace,
+		Indexes:             &generic.Indexes{},
+		Checks:              checks,
 	}
 	if f.changeLogs {
 		conn, err := grpc.NewClient("unix://"+f.changeLogsSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))

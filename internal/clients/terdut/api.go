@@ -166,6 +166,14 @@ func (c *Client) ListDeadmanSwitches(ctx context.Context, teamID int64) ([]Deadm
 	return out, c.shared(ctx, c.keyView(), teamPath(teamID, pathDeadman), &out)
 }
 
+// ListDeadmanSwitchesFresh returns a team's switches as the server lists
+// them now, past the shared answers (which it then replaces): what confirms
+// that a switch a list did not show is gone.
+func (c *Client) ListDeadmanSwitchesFresh(ctx context.Context, teamID int64) ([]DeadmanSwitch, error) {
+	var out []DeadmanSwitch
+	return out, c.fresh(ctx, teamPath(teamID, pathDeadman), &out)
+}
+
 // CreateDeadmanSwitch creates a switch. The server has no unique names.
 func (c *Client) CreateDeadmanSwitch(ctx context.Context, teamID int64, s DeadmanSwitch) (*DeadmanSwitch, error) {
 	out := &DeadmanSwitch{}
@@ -189,6 +197,13 @@ func (c *Client) DeleteDeadmanSwitch(ctx context.Context, teamID, switchID int64
 func (c *Client) ListIntegrations(ctx context.Context, teamID int64) ([]Integration, error) {
 	var out []Integration
 	return out, c.shared(ctx, c.keyView(), teamPath(teamID, pathIntegrations), &out)
+}
+
+// ListIntegrationsFresh returns a team's integrations as the server lists
+// them now, past the shared answers (which it then replaces).
+func (c *Client) ListIntegrationsFresh(ctx context.Context, teamID int64) ([]Integration, error) {
+	var out []Integration
+	return out, c.fresh(ctx, teamPath(teamID, pathIntegrations), &out)
 }
 
 // CreateIntegration creates an integration. Its answer is the only place its

@@ -224,6 +224,17 @@ func (c *Client) shared(ctx context.Context, view, path string, out any) error {
 	return decode(http.MethodGet, path, data, out)
 }
 
+// fresh is a GET of path past the shared answers; its answer replaces the
+// shared one, and is decoded into out.
+func (c *Client) fresh(ctx context.Context, path string, out any) error {
+	data, err := c.call(ctx, http.MethodGet, path, nil, nil)
+	if err != nil {
+		return err
+	}
+	c.lists.put(c.keyView(), path, data)
+	return decode(http.MethodGet, path, data, out)
+}
+
 func decode(method, path string, data []byte, out any) error {
 	if out == nil || len(bytes.TrimSpace(data)) == 0 {
 		return nil

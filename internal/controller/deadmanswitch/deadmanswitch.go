@@ -10,6 +10,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -30,6 +31,7 @@ const (
 // api is the part of terdut-server's API a DeadmanSwitch needs.
 type api interface {
 	ListDeadmanSwitches(ctx context.Context, teamID int64) ([]terdut.DeadmanSwitch, error)
+	ListDeadmanSwitchesFresh(ctx context.Context, teamID int64) ([]terdut.DeadmanSwitch, error)
 	CreateDeadmanSwitch(ctx context.Context, teamID int64, s terdut.DeadmanSwitch) (*terdut.DeadmanSwitch, error)
 	UpdateDeadmanSwitch(ctx context.Context, teamID, switchID int64, s terdut.DeadmanSwitch) error
 	DeleteDeadmanSwitch(ctx context.Context, teamID, switchID int64) error
@@ -63,13 +65,16 @@ func teamOf(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
 
 // New returns a DeadmanSwitch's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] {
-	return &external{api: d.Client, adopter: d.Adopter, record: d.Record}
+	return &external{api: d.Client, adopter: d.Adopter, record: d.Record, absence: d.Absence}
 }
 
 type external struct {
 	api     api
 	adopter generic.Adopter
 	record  event.Recorder
+	// absence confirms a switch its team's list omits is gone (nil: at
+	// once).
+	absence *generic.Absence
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] = (*external)(nil)
@@ -92,10 +97,28 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errListSwitches)
 	}
-	cur := generic.FindFirst(list, func(s terdut.DeadmanSwitch) bool { return s.ID == id })
+	byID := func(s terdut.DeadmanSwitch) bool { return s.ID == id }
+	cur := generic.FindFirst(list, byID)
 	if cur == nil {
-		return managed.ExternalObservation{}, nil
+		// NOTE: a list is not a 404: only a fresh read, some time after,
+		// that does not show it either means it is gone. (A switch
+		// being deleted is read again at once: our own DELETE may be
+		// why it is missing.)
+		if !meta.WasDeleted(cr) {
+			if err := e.absence.Missing(cr, "dead man's switch", id); err != nil {
+				return managed.ExternalObservation{}, err
+			}
+		}
+		fresh, err := e.api.ListDeadmanSwitchesFresh(ctx, teamID)
+		if err != nil && !terdut.IsNotFound(err) {
+			return managed.ExternalObservation{}, errors.Wrap(err, errListSwitches)
+		}
+		if cur = generic.FindFirst(fresh, byID); cur == nil {
+			e.absence.Settled(cr)
+			return managed.ExternalObservation{}, nil
+		}
 	}
+	e.absence.Settled(cr)
 	cr.Status.AtProvider = Observation(teamID, cur)
 	cr.SetConditions(xpv2.Available())
 	diff := Diff(cr.Spec.ForProvider, *cur)

@@ -104,11 +104,11 @@ func TestObserve(t *testing.T) {
 			want: want{o: managed.ExternalObservation{ResourceExists: true}, diff: true, requests: 1},
 		},
 		"Gone": {
-			reason: "A switch missing from its team's list is gone.",
+			reason: "A switch missing from its team's list, and from a fresh read of it, is gone.",
 			setup: func(_ *testing.T, _ *controllertest.Fixture, teamID int64) *v1alpha1.DeadmanSwitch {
 				return sw(teamID, withID(999))
 			},
-			want: want{requests: 1},
+			want: want{requests: 2},
 		},
 		"ServerErrorIsNotGone": {
 			reason: "A 5xx on the list is an error, not a missing switch.",

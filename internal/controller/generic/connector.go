@@ -46,6 +46,9 @@ type Deps struct {
 	// Adopter adopts what Create finds by its natural key, unless another
 	// MR manages it.
 	Adopter Adopter
+	// Absence confirms that an object a list omits is gone before
+	// anything is made in its place (nil: at once).
+	Absence *Absence
 }
 
 // A Tracker records that a managed resource uses its provider config.
@@ -72,6 +75,8 @@ type Connector[M resource.ModernManaged] struct {
 	// Refusals keep the reason a Create was refused on the Ready
 	// condition (nil: not kept).
 	Refusals *Refusals
+	// Absence confirms absences for this kind (nil: at once).
+	Absence *Absence
 	Kind     string
 }
 
@@ -109,6 +114,7 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	return remembered(c.Refusals, counted(c.Checks, c.Kind, c.External(Deps{
 		Client: cl, Conn: conn, Kube: c.Kube, Reader: pastCache(c.Reader, c.Kube), Record: c.Record,
 		Adopter: Adopter{Check: c.Owners.Adoptable(mg), Record: c.Record, Object: mg},
+		Absence: c.Absence,
 	}))), nil
 }
 

@@ -57,6 +57,10 @@ type Options struct {
 
 	// Checks counts the comparisons with the server; nil counts none.
 	Checks *Checks
+
+	// AbsenceConfirmation is how long after a list first omits an object
+	// its absence is confirmed with a fresh read (see Absence).
+	AbsenceConfirmation time.Duration
 }
 
 // ForControllerRuntime are the controller options, with the per-MR
@@ -181,6 +185,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		External:    k.External,
 		Checks:      o.Checks,
 		Refusals:    NewRefusals(),
+		Absence:     NewAbsence(o.AbsenceConfirmation),
 		Kind:        k.GVK.Kind,
 	}
 	opts := []managed.ReconcilerOption{

@@ -73,6 +73,7 @@ const (
 // api is the part of terdut-server's API an Integration needs.
 type api interface {
 	ListIntegrations(ctx context.Context, teamID int64) ([]terdut.Integration, error)
+	ListIntegrationsFresh(ctx context.Context, teamID int64) ([]terdut.Integration, error)
 	CreateIntegration(ctx context.Context, teamID int64, kind, name string) (*terdut.Integration, error)
 	RenameIntegration(ctx context.Context, teamID, integrationID int64, name string) error
 	DeleteIntegration(ctx context.Context, teamID, integrationID int64) error
@@ -107,7 +108,7 @@ func teamOf(cr *v1alpha1.Integration) (int64, bool) {
 
 // New returns an Integration's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Integration] {
-	return &external{api: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adopter: d.Adopter, now: time.Now}
+	return &external{api: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adopter: d.Adopter, now: time.Now, absence: d.Absence}
 }
 
 type external struct {
@@ -122,6 +123,9 @@ type external struct {
 	replace *terdut.Integration
 	// now is the clock the orphan clean-up is bounded by (nil: time.Now).
 	now func() time.Time
+	// absence confirms an integration its team's list omits is gone (nil:
+	// at once).
+	absence *generic.Absence
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.Integration] = (*external)(nil)
@@ -139,13 +143,34 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	cur, err := e.find(ctx, teamID, func(in terdut.Integration) bool { return in.ID == id })
+	byID := func(in terdut.Integration) bool { return in.ID == id }
+	cur, err := e.find(ctx, teamID, byID)
 	if terdut.IsNotFound(err) {
 		return managed.ExternalObservation{}, nil
 	}
-	if err != nil || cur == nil {
+	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	if cur == nil {
+		// NOTE: a list is not a 404, and making it again would rotate
+		// its key: only a fresh read, some time after, that does not
+		// show it either means it is gone. (One being deleted is read
+		// again at once: our own DELETE may be why it is missing.)
+		if !meta.WasDeleted(cr) {
+			if err := e.absence.Missing(cr, "integration", id); err != nil {
+				return managed.ExternalObservation{}, err
+			}
+		}
+		fresh, err := e.api.ListIntegrationsFresh(ctx, teamID)
+		if err != nil && !terdut.IsNotFound(err) {
+			return managed.ExternalObservation{}, errors.Wrap(err, errListIntegrations)
+		}
+		if cur = generic.FindFirst(fresh, byID); cur == nil {
+			e.absence.Settled(cr)
+			return managed.ExternalObservation{}, nil
+		}
+	}
+	e.absence.Settled(cr)
 	cr.Status.AtProvider = v1alpha1.IntegrationObservation{ID: cur.ID, TeamID: teamID, Kind: cur.Kind, Name: cur.Name}
 	if meta.WasDeleted(cr) {
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil

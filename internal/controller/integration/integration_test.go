@@ -211,11 +211,11 @@ func TestObserve(t *testing.T) {
 			want: want{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: 1},
 		},
 		"Gone": {
-			reason: "An integration missing from its team's list is gone.",
+			reason: "An integration missing from its team's list, and from a fresh read of it, is gone.",
 			setup: func(_ *testing.T, _ *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
 				return integ(teamID, withID(999)), nil, nil
 			},
-			want: want{requests: 1},
+			want: want{requests: 2},
 		},
 		"ServerErrorIsNotGone": {
 			reason: "A 5xx on the list is an error, not a missing integration.",

@@ -69,3 +69,63 @@ func TestOrphanCleanupIsTimeBound(t *testing.T) {
 		t.Errorf("external name %q, want the integration adopted (%d), its missing key reported", meta.GetExternalName(cr), handMade)
 	}
 }
+
+// TestALyingListMakesNoNewKey (issue 20): a list that omits an integration
+// that exists (three 200 [] answers in a row) must not make a second one
+// and write a new key: absence is confirmed by a fresh read some time
+// after, and only then is anything made in its place. One that is really
+// gone is made again once confirmed.
+func TestALyingListMakesNoNewKey(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	s := seed(t, f, teamID)
+	k := kube(t, s.secret)
+	cr := integ(teamID, withID(s.id))
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
+	reconcile := func() error {
+		e.replace = nil
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil || o.ResourceExists {
+			return err
+		}
+		_, err = e.Create(t.Context(), cr)
+		return err
+	}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/integrations", Status: http.StatusOK, Body: "[]", Times: 3})
+	confirming := 0
+	for _, wait := range []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
+		now = now.Add(wait)
+		if err := reconcile(); err != nil {
+			confirming++
+		}
+	}
+	st := f.Server.Snapshot()
+	if len(st.Integrations) != 1 || meta.GetExternalName(cr) != generic.FormatID(s.id) {
+		t.Errorf("after three lying lists: %d integrations, external name %q; want the one, %d", len(st.Integrations), meta.GetExternalName(cr), s.id)
+	}
+	if slices.Contains(rec.Reasons(), string(generic.ReasonKeyRotated)) {
+		t.Error("a KeyRotated Warning for an integration that was never gone")
+	}
+	if confirming != 3 || absence.Pending() != 0 {
+		t.Errorf("%d reconciles said they were confirming, %d still pending; want 3, 0", confirming, absence.Pending())
+	}
+
+	// Really gone: made again once a fresh read after the wait agrees.
+	if err := f.Client.DeleteIntegration(t.Context(), teamID, s.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := reconcile(); err == nil {
+		t.Error("an integration missing from one list was made again at once")
+	}
+	now = now.Add(generic.DefaultAbsenceConfirmation)
+	if err := reconcile(); err != nil {
+		t.Fatalf("after the wait: %v", err)
+	}
+	if id, _, _ := generic.ExternalID(cr); id == s.id || !slices.Contains(rec.Reasons(), string(generic.ReasonKeyRotated)) {
+		t.Errorf("external name %d, events %v: want a new integration and a KeyRotated Warning", id, rec.Reasons())
+	}
+}

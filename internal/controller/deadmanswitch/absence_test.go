@@ -1,0 +1,38 @@
+package deadmanswitch
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+// TestALyingListMakesNoSecondSwitch (issue 20): a list that omits a switch
+// that exists (three 200 [] answers) must not make a second switch; only a
+// fresh read some time after the first miss may find it gone.
+func TestALyingListMakesNoSecondSwitch(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	id := seed(t, f, teamID, onServer())
+	cr := sw(teamID, withID(id))
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusOK, Body: "[]", Times: 3})
+	for _, wait := range []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second} {
+		now = now.Add(wait)
+		if o, err := e.Observe(t.Context(), cr); err == nil && !o.ResourceExists {
+			_, _ = e.Create(t.Context(), cr)
+		}
+	}
+	if n := len(f.Server.Snapshot().Switches); n != 1 || meta.GetExternalName(cr) != generic.FormatID(id) {
+		t.Errorf("after three lying lists: %d switches, external name %q; want 1, %d", n, meta.GetExternalName(cr), id)
+	}
+}
