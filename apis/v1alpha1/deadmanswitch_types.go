@@ -43,8 +43,7 @@ type DeadmanSwitchParameters struct {
 	// Timeout after the last heartbeat before the switch fires, as a Go
 	// duration ("15m").
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a duration greater than zero, e.g. 15m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="timeout must be a duration greater than zero, e.g. 15m"
 	Timeout string `json:"timeout"`
 
 	// Severity of the alert raised when the switch fires.

@@ -49,8 +49,7 @@ type EscalationPolicyParameters struct {
 type EscalationLevel struct {
 	// Timeout before the next level is paged, as a Go duration ("5m").
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a duration greater than zero, e.g. 5m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="timeout must be a duration greater than zero, e.g. 5m"
 	Timeout string `json:"timeout"`
 
 	// Targets paged at this level.

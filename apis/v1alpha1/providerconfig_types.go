@@ -27,7 +27,9 @@ type ProviderConfigSpec struct {
 	// RequestTimeout bounds each request to terdut-server.
 	// +optional
 	// +kubebuilder:default="30s"
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="requestTimeout must be greater than zero, e.g. 30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="requestTimeout must be a duration greater than zero, e.g. 30s"
 	RequestTimeout *metav1.Duration `json:"requestTimeout,omitempty"`
 
 	// TeamScopedCredentials makes EscalationPolicies, DeadmanSwitches and

@@ -73,7 +73,9 @@ type Bootstrap struct {
 type KeyRotation struct {
 	// Interval between rotations, e.g. 720h. Unset: only on request.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="keyRotation.interval must be at least 1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1m')",message="keyRotation.interval must be a duration of at least 1m, e.g. 720h"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// RotationRequest rotates the key once each time it changes: set it to

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -76,4 +78,113 @@ spec:
 	deleteAndWait(t, in)
 	deleteAndWait(t, sw)
 	deleteAndWait(t, team)
+}
+
+// TestALyingList (issue 20): the server's lists omit objects that exist:
+// three `200 []` answers to each of a team's lists, then lists that lag 30 s
+// behind every create. No second object, no new key, no orphan.
+func TestALyingList(t *testing.T) {
+	ns := "e2e-lying-list"
+	namespace(t, ns, nil)
+	children := func(suffix string) string {
+		return fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: DeadmanSwitch
+metadata: {name: watchdog%[2]s, namespace: %[1]s}
+spec:
+  forProvider: {teamIdRef: {name: web}, name: lying-watchdog%[2]s, matcher: alertname=Watchdog, timeout: 15m}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Integration
+metadata: {name: am%[2]s, namespace: %[1]s}
+spec:
+  forProvider: {teamIdRef: {name: web}, name: lying-am%[2]s}
+  writeConnectionSecretToRef: {name: am%[2]s-webhook}
+`, ns, suffix)
+	}
+	apply(t, teamYAML(ns, "web", "Lying List")+"---\n"+children(""))
+	teamID := externalID(t, ready(t, &v1alpha1.Team{ObjectMeta: om(ns, "web")}))
+	sw := &v1alpha1.DeadmanSwitch{ObjectMeta: om(ns, "watchdog")}
+	in := &v1alpha1.Integration{ObjectMeta: om(ns, "am")}
+	swID, inID := externalID(t, ready(t, sw)), externalID(t, ready(t, in))
+	eventually(t, 30*time.Second, "status.observedGeneration = metadata.generation (issue 20)", func() string {
+		get(t, sw)
+		if sw.GetObservedGeneration() != sw.GetGeneration() || sw.GetGeneration() == 0 {
+			return fmt.Sprintf("observedGeneration %d, generation %d", sw.GetObservedGeneration(), sw.GetGeneration())
+		}
+		return ""
+	})
+	count := func(names ...string) (objects, orphans int) {
+		st := state(t)
+		held := map[string]bool{}
+		for _, n := range names {
+			held[n] = true
+		}
+		for _, s := range st.Switches {
+			if s.TeamID == teamID {
+				objects++
+			}
+		}
+		for _, i := range st.Integrations {
+			if i.TeamID == teamID {
+				objects++
+				if !held[i.Name] {
+					orphans++
+				}
+			}
+		}
+		return objects, orphans
+	}
+
+	scenariof(t, "three 200 [] answers to each of the team's lists -> no new object, no new key")
+	before := counters(t)
+	for _, route := range []string{"/api/teams/{id}/deadman/switches", "/api/teams/{id}/integrations"} {
+		fault(t, terdutdouble.Fault{Method: http.MethodGet, Route: route, Status: http.StatusOK, Body: "[]", Times: 3})
+	}
+	eventually(t, 60*time.Second, "the six lying answers given", func() string {
+		c := counters(t)
+		got := c["GET /api/teams/{id}/deadman/switches"] - before["GET /api/teams/{id}/deadman/switches"] +
+			c["GET /api/teams/{id}/integrations"] - before["GET /api/teams/{id}/integrations"]
+		if got < 8 {
+			return fmt.Sprintf("%d list requests since the faults", got)
+		}
+		return ""
+	})
+	time.Sleep(12 * time.Second) // three polls
+	clearFaults(t)
+	after := counters(t)
+	objects, orphans := count("lying-am")
+	newObjects := after["POST /api/teams/{id}/deadman/switches"] - before["POST /api/teams/{id}/deadman/switches"] +
+		after["POST /api/teams/{id}/integrations"] - before["POST /api/teams/{id}/integrations"]
+	sameIDs := externalID(t, get(t, sw)) == swID && externalID(t, get(t, in)) == inID
+	fmt.Printf("    lying list: %d empty answers given; new objects %d, objects on the team %d, same IDs %t, key in the Secret accepted %t, orphans %d\n",
+		6, newObjects, objects, sameIDs, webhookKeyAccepted(t, in), orphans)
+	if newObjects != 0 || objects != 2 || !sameIDs || orphans != 0 || !webhookKeyAccepted(t, in) {
+		t.Errorf("a lying list made %d new objects (%d on the team, same IDs %t, %d orphans)", newObjects, objects, sameIDs, orphans)
+	}
+
+	scenariof(t, "lists that lag 30 s behind every create -> one switch and one integration made, Ready, no second")
+	must(t, admin(http.MethodPut, "/admin/not-found-after-create", map[string]string{"duration": "30s"}, nil), "lag the lists")
+	defer func() { _ = admin(http.MethodPut, "/admin/not-found-after-create", map[string]string{"duration": "0s"}, nil) }()
+	before = counters(t)
+	start := time.Now()
+	apply(t, children("-lag"))
+	sw2 := &v1alpha1.DeadmanSwitch{ObjectMeta: om(ns, "watchdog-lag")}
+	in2 := &v1alpha1.Integration{ObjectMeta: om(ns, "am-lag")}
+	ready(t, sw2)
+	ready(t, in2)
+	took := time.Since(start)
+	time.Sleep(35 * time.Second) // past the lag: a duplicate would show now
+	after = counters(t)
+	objects, orphans = count("lying-am", "lying-am-lag")
+	posts := after["POST /api/teams/{id}/deadman/switches"] - before["POST /api/teams/{id}/deadman/switches"] +
+		after["POST /api/teams/{id}/integrations"] - before["POST /api/teams/{id}/integrations"]
+	fmt.Printf("    lagging list (30s): Ready in %s; POSTs %d (want 2); objects on the team %d (want 4); key in the Secret accepted %t; orphans %d\n",
+		took.Round(time.Second), posts, objects, webhookKeyAccepted(t, in2), orphans)
+	if posts != 2 || objects != 4 || orphans != 0 || !webhookKeyAccepted(t, in2) {
+		t.Errorf("a lagging list: %d POSTs, %d objects, %d orphans", posts, objects, orphans)
+	}
+	_ = admin(http.MethodPut, "/admin/not-found-after-create", map[string]string{"duration": "0s"}, nil)
+	for _, mg := range []client.Object{in2, sw2, in, sw, &v1alpha1.Team{ObjectMeta: om(ns, "web")}} {
+		deleteAndWait(t, mg)
+	}
 }

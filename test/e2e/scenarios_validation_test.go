@@ -122,6 +122,35 @@ spec:
   endpoint: http://127.0.0.1:1
   credentials: {source: Environment, env: {name: KUBERNETES_SERVICE_HOST}}
 `, "a namespaced ProviderConfig reads its key from a Secret"},
+		"a switch timeout of 1y (issue 20)": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: DeadmanSwitch
+metadata: {name: bad4, namespace: e2e-validation}
+spec:
+  forProvider: {teamId: 1, matcher: a=b, timeout: 1y}
+`, "timeout must be a duration greater than zero, e.g. 15m"},
+		"an escalation timeout of 1y (issue 20)": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: EscalationPolicy
+metadata: {name: bad3, namespace: e2e-validation}
+spec:
+  forProvider:
+    teamId: 1
+    levels: [{timeout: 1y, targets: [{kind: oncall}]}]
+`, "timeout must be a duration greater than zero, e.g. 5m"},
+		"a rotation interval of 1y (issue 20)": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ServiceAccount
+metadata: {name: bad2, namespace: e2e-validation}
+spec:
+  forProvider: {name: x, scope: team, teamId: 1, keyRotation: {interval: 1y}}
+  writeConnectionSecretToRef: {name: s}
+`, "keyRotation.interval must be a duration of at least 1m"},
+		"a request timeout of 1y (issue 20)": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ProviderConfig
+metadata: {name: bad3, namespace: e2e-validation}
+spec:
+  endpoint: http://127.0.0.1:1
+  requestTimeout: 1y
+  credentials: {source: Secret, secretRef: {namespace: e2e-validation, name: k, key: token}}
+`, "requestTimeout must be a duration greater than zero"},
 		"a ServiceAccount named like a team key's account (review item 1)": {`apiVersion: terdut.ryuvia.com/v1alpha1
 kind: ServiceAccount
 metadata: {name: bad, namespace: e2e-validation}

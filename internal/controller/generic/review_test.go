@@ -252,3 +252,41 @@ func TestRevokeOfTheReplacedTeamKeyIsRetried(t *testing.T) {
 		t.Error("the replaced key is still valid after the next use of the team key: its revocation was forgotten")
 	}
 }
+
+// upToDate is an external client whose Observe answers o.
+type upToDate struct {
+	managed.TypedExternalClient[*v1alpha1.Team]
+
+	o managed.ExternalObservation
+}
+
+func (u upToDate) Observe(context.Context, *v1alpha1.Team) (managed.ExternalObservation, error) {
+	return u.o, nil
+}
+
+func (u upToDate) Update(context.Context, *v1alpha1.Team) (managed.ExternalUpdate, error) {
+	return managed.ExternalUpdate{}, nil
+}
+
+// TestObservedGenerationFollowsSuccess (issue 20): status.observedGeneration
+// is in every MR's CRD; it must say which generation was last reconciled
+// successfully, and not move for one that is not (yet) applied.
+func TestObservedGenerationFollowsSuccess(t *testing.T) {
+	cr := mgTeam("team-a", "web", "w", "5", "default", 0)
+	cr.SetGeneration(3)
+	e := keepingGenerations[*v1alpha1.Team](upToDate{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}})
+	_, _ = e.Observe(t.Context(), cr)
+	if g := cr.GetObservedGeneration(); g != 0 {
+		t.Errorf("observedGeneration %d after an Observe that found a diff, want 0", g)
+	}
+	_, _ = e.Update(t.Context(), cr)
+	if g := cr.GetObservedGeneration(); g != 3 {
+		t.Errorf("observedGeneration %d after a successful Update of generation 3, want 3", g)
+	}
+	cr.SetGeneration(4)
+	e = keepingGenerations[*v1alpha1.Team](upToDate{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}})
+	_, _ = e.Observe(t.Context(), cr)
+	if g := cr.GetObservedGeneration(); g != 4 {
+		t.Errorf("observedGeneration %d after generation 4 was found up to date, want 4", g)
+	}
+}
