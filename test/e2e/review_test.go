@@ -164,7 +164,9 @@ spec:
 
 	scenariof(t, "lists that lag 30 s behind every create -> one switch and one integration made, Ready, no second")
 	must(t, admin(http.MethodPut, "/admin/not-found-after-create", map[string]string{"duration": "30s"}, nil), "lag the lists")
-	defer func() { _ = admin(http.MethodPut, "/admin/not-found-after-create", map[string]string{"duration": "0s"}, nil) }()
+	defer func() {
+		_ = admin(http.MethodPut, "/admin/not-found-after-create", map[string]string{"duration": "0s"}, nil)
+	}()
 	before = counters(t)
 	start := time.Now()
 	apply(t, children("-lag"))

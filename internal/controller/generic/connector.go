@@ -77,7 +77,7 @@ type Connector[M resource.ModernManaged] struct {
 	Refusals *Refusals
 	// Absence confirms absences for this kind (nil: at once).
 	Absence *Absence
-	Kind     string
+	Kind    string
 }
 
 // Connect implements managed.TypedExternalConnector.
