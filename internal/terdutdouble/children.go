@@ -46,7 +46,7 @@ func (s *Server) createSwitch(w http.ResponseWriter, r *http.Request, _ *princip
 	if !readJSON(w, r, &sw) || !validSwitch(w, &sw) {
 		return
 	}
-	sw.ID = s.id()
+	sw.ID, sw.CreatedAt = s.id(), s.now().UTC()
 	s.switches[sw.ID] = ownedSwitch{teamID: t.ID, DeadmanSwitch: sw}
 	s.markCreatedLocked(sw.ID)
 	writeJSON(w, http.StatusCreated, sw)
@@ -78,7 +78,7 @@ func (s *Server) updateSwitch(w http.ResponseWriter, r *http.Request, _ *princip
 	if !readJSON(w, r, &sw) || !validSwitch(w, &sw) {
 		return
 	}
-	sw.ID = cur.ID
+	sw.ID, sw.CreatedAt = cur.ID, cur.CreatedAt
 	s.switches[sw.ID] = ownedSwitch{teamID: cur.teamID, DeadmanSwitch: sw}
 	writeJSON(w, http.StatusOK, sw)
 }
@@ -131,7 +131,7 @@ func (s *Server) createIntegration(w http.ResponseWriter, r *http.Request, _ *pr
 		writeError(w, http.StatusBadRequest, "name is required")
 		return
 	}
-	in := terdut.Integration{ID: s.id(), Kind: req.Kind, Name: req.Name}
+	in := terdut.Integration{ID: s.id(), Kind: req.Kind, Name: req.Name, CreatedAt: s.now().UTC()}
 	in.URL = terdut.Secret("http://" + r.Host + "/api/alerts/" + s.secret("tdu_"))
 	s.issued = append(s.issued, in.URL.Reveal())
 	in.Key = terdut.Secret(s.secret("tdi_"))

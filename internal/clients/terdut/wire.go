@@ -166,6 +166,8 @@ type DeadmanSwitch struct {
 	Matcher  string `json:"matcher"`
 	Timeout  string `json:"timeout"`
 	Severity string `json:"severity"`
+	// CreatedAt is when the server made it, where it says. [assumed]
+	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
 // Integration is an alert source. URL and Key are present only in the

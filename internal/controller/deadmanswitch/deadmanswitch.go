@@ -4,6 +4,7 @@ package deadmanswitch
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -146,7 +147,8 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 		Create: func(ctx context.Context) (*terdut.DeadmanSwitch, error) {
 			return e.api.CreateDeadmanSwitch(ctx, teamID, Desired(p))
 		},
-		ID: func(s *terdut.DeadmanSwitch) int64 { return s.ID },
+		ID:        func(s *terdut.DeadmanSwitch) int64 { return s.ID },
+		CreatedAt: func(s *terdut.DeadmanSwitch) time.Time { return s.CreatedAt },
 	})
 	if err != nil {
 		return managed.ExternalCreation{}, err

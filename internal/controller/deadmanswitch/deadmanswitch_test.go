@@ -248,7 +248,7 @@ func TestUpdateKeepsID(t *testing.T) {
 		t.Fatalf("Update: %v", err)
 	}
 	list, _ := f.Client.ListDeadmanSwitches(t.Context(), teamID)
-	want := []terdut.DeadmanSwitch{{ID: id, Name: "prod-watchdog", Matcher: "alertname=Watchdog,cluster=prod", Timeout: "15m", Severity: "critical"}}
+	want := []terdut.DeadmanSwitch{{ID: id, Name: "prod-watchdog", Matcher: "alertname=Watchdog,cluster=prod", Timeout: "15m", Severity: "critical", CreatedAt: controllertest.Now().UTC()}}
 	if diff := cmp.Diff(want, list); diff != "" {
 		t.Errorf("switches after Update (same ID, spec values): -want, +got:\n%s", diff)
 	}

@@ -3,11 +3,13 @@ package generic
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 )
@@ -39,6 +41,9 @@ type Natural[T any] struct {
 	// describes (a service account of another scope or team): it is never
 	// adopted. Nil accepts any.
 	Fits func(*T) error
+	// CreatedAt is when the server made the object (zero: it does not
+	// say); nil for kinds whose server never says.
+	CreatedAt func(*T) time.Time
 }
 
 // An Adopter takes over a server object Create found by its natural key,
@@ -50,7 +55,20 @@ type Adopter struct {
 	// nothing (a provider-internal object, such as a team key's account).
 	Record event.Recorder
 	Object runtime.Object
+	// Since is when the MR was made: an object found by its natural key
+	// that the server made before (less ClockAllowance) cannot be what
+	// this MR's own interrupted create made, and is not adopted. Zero
+	// adopts any.
+	Since time.Time
 }
+
+// ClockAllowance is how far the server's clock may be behind the API
+// server's when the server says when it made an object.
+const ClockAllowance = time.Minute
+
+// errMadeBefore: a Create found an object of its name that the server made
+// before the MR existed; it is not adopted (ResourceNotOwned).
+const errMadeBefore = "%s %q (ID %d) was made on the server at %s, before this managed resource existed (%s): it is not what this resource's own create made, and is not adopted; nothing was written. To manage it, import it: set its ID as the external name (and managementPolicies [Observe] to never write to it); or choose another name"
 
 // AdoptOrCreate is the seed's idempotent create (§5): look the object up by
 // its natural key and adopt it (ownership check, event); else create it; a
@@ -84,6 +102,9 @@ func AdoptOrCreate[T any](ctx context.Context, a Adopter, n Natural[T]) (obj *T,
 	if err := a.Check.Allowed(ctx, id); err != nil {
 		return nil, false, err
 	}
+	if err := madeHere(a, n, obj, id); err != nil {
+		return nil, false, err
+	}
 	if a.Record != nil {
 		a.Record.Event(a.Object, event.Normal(ReasonAdopted, fmt.Sprintf(msgAdopted, n.Kind, n.Name, id)+n.Note))
 	}
@@ -99,4 +120,23 @@ func FindFirst[T any](list []T, match func(T) bool) *T {
 		}
 	}
 	return nil
+}
+
+// madeHere refuses an object the server made before the MR existed: adopt
+// only what this MR's own interrupted create can have made (issue 20: a
+// tenant's Team named like a team made by hand in the UI must not take it
+// over, and deleting the MR then delete it).
+func madeHere[T any](a Adopter, n Natural[T], obj *T, id int64) error {
+	if a.Since.IsZero() || n.CreatedAt == nil {
+		return nil
+	}
+	made := n.CreatedAt(obj)
+	if made.IsZero() || !made.Before(a.Since.Add(-ClockAllowance)) {
+		return nil
+	}
+	msg := fmt.Sprintf(errMadeBefore, n.Kind, n.Name, id, made.UTC().Format(time.RFC3339), a.Since.UTC().Format(time.RFC3339))
+	if mg, ok := a.Object.(resource.Managed); ok {
+		return Refuse(mg, ReasonResourceNotOwned, msg)
+	}
+	return errors.New(msg)
 }

@@ -113,7 +113,7 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	}
 	return remembered(c.Refusals, keepingGenerations(counted(c.Checks, c.Kind, c.External(Deps{
 		Client: cl, Conn: conn, Kube: c.Kube, Reader: pastCache(c.Reader, c.Kube), Record: c.Record,
-		Adopter: Adopter{Check: c.Owners.Adoptable(mg), Record: c.Record, Object: mg},
+		Adopter: Adopter{Check: c.Owners.Adoptable(mg), Record: c.Record, Object: mg, Since: mg.GetCreationTimestamp().Time},
 		Absence: c.Absence,
 	})))), nil
 }

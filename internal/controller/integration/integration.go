@@ -256,8 +256,9 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			}
 			return e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
 		},
-		ID:   func(in *terdut.Integration) int64 { return in.ID },
-		Note: fmt.Sprintf("; its url and key are usable only if Secret %q already holds them", secretName(cr)),
+		ID:        func(in *terdut.Integration) int64 { return in.ID },
+		CreatedAt: func(in *terdut.Integration) time.Time { return in.CreatedAt },
+		Note:      fmt.Sprintf("; its url and key are usable only if Secret %q already holds them", secretName(cr)),
 	})
 	if err != nil {
 		return managed.ExternalCreation{}, err

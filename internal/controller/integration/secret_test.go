@@ -150,7 +150,7 @@ func TestCreateResumesAfterPostWithoutSecret(t *testing.T) {
 	k := kube(t)
 	cr := integ(teamID)
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, now: controllertest.Now}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
 	if _, err := e.Create(t.Context(), cr); err == nil {
 		t.Fatal("Create with a lost POST answer: want an error")

@@ -3,6 +3,7 @@ package team
 import (
 	"slices"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -79,5 +80,29 @@ func TestTeamMadeAgainSaysSo(t *testing.T) {
 	}
 	if _, err := f.Client.GetTeam(t.Context(), id); err != nil || meta.GetExternalName(cr) == "" {
 		t.Errorf("new team %d: %v", id, err)
+	}
+}
+
+// TestAdoptsOnlyWhatItsOwnCreateMade (issue 20): a Team whose display name
+// is a team made by hand before the Team existed must not take it over (and
+// deleting the Team then delete it); one its own interrupted create made is
+// adopted.
+func TestAdoptsOnlyWhatItsOwnCreateMade(t *testing.T) {
+	f := controllertest.New(t)
+	id := f.Team(t, "Platform") // made at controllertest.Now()
+	later := team()
+	later.CreationTimestamp = metav1.NewTime(controllertest.Now().Add(time.Hour))
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}, Object: later, Since: later.CreationTimestamp.Time}}
+	if _, err := e.Create(t.Context(), later); err == nil || meta.GetExternalName(later) != "" {
+		t.Errorf("a Team made an hour after the server's team adopted it (err %v, external name %q)", err, meta.GetExternalName(later))
+	}
+	if c := later.GetCondition(xpv2.TypeReady); c.Reason != generic.ReasonResourceNotOwned {
+		t.Errorf("Ready reason %q, want %s", c.Reason, generic.ReasonResourceNotOwned)
+	}
+	earlier := team()
+	earlier.CreationTimestamp = metav1.NewTime(controllertest.Now().Add(-time.Minute))
+	e = &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}, Object: earlier, Since: earlier.CreationTimestamp.Time}}
+	if _, err := e.Create(t.Context(), earlier); err != nil || meta.GetExternalName(earlier) != generic.FormatID(id) {
+		t.Errorf("a Team whose interrupted create made the team: err %v, external name %q; want %d adopted", err, meta.GetExternalName(earlier), id)
 	}
 }

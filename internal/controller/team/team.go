@@ -4,6 +4,7 @@ package team
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,9 +124,10 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 	old, hadOld, _ := generic.ExternalID(cr)
 	t, _, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.Team]{
 		Kind: "team", Name: name,
-		Lookup: func(ctx context.Context) (*terdut.Team, error) { return e.api.GetTeamByName(ctx, name) },
-		Create: func(ctx context.Context) (*terdut.Team, error) { return e.api.CreateTeam(ctx, name) },
-		ID:     func(t *terdut.Team) int64 { return t.ID },
+		Lookup:    func(ctx context.Context) (*terdut.Team, error) { return e.api.GetTeamByName(ctx, name) },
+		Create:    func(ctx context.Context) (*terdut.Team, error) { return e.api.CreateTeam(ctx, name) },
+		ID:        func(t *terdut.Team) int64 { return t.ID },
+		CreatedAt: func(t *terdut.Team) time.Time { return t.CreatedAt },
 	})
 	if err != nil {
 		return managed.ExternalCreation{}, err
