@@ -20,7 +20,7 @@ REGISTRY ?= xpkg.example.com/ryuvia
 PLATFORMS ?= linux/amd64,linux/arm64
 LDFLAGS := -X git.ryuvia.com/niklas/provider-terdut/internal/version.Version=$(VERSION)
 
-.PHONY: all build generate check-generate lint unit fuzz render images packages publish e2e chaos test bench bench-scale dev dev-down cluster-build
+.PHONY: all build generate check-generate lint unit fuzz render images packages publish e2e chaos chaos-model test bench bench-scale dev dev-down cluster-build
 
 all: build
 
@@ -92,6 +92,16 @@ chaos: cluster-build
 	@mkdir -p _output
 	set -o pipefail; CHAOS_TRIALS=$(TRIALS) E2E_ISSUED_HASHES=$(CURDIR)/_output/chaos-issued.sha256 $(GO) test -tags e2e -count=1 -timeout 240m -v -run 'TestChaos$$|TestNoKeyLeaked' ./test/e2e/... 2>&1 | tee _output/chaos.log
 	$(GO) run ./internal/tools/leakcheck -hashes _output/chaos-issued.sha256 _output/chaos.log
+
+## chaos-model: the model-based test of the external clients (a seeded
+## random walk of spec changes, crashes and server faults, checked after
+## every step) for STEPS steps from SEED (SEEDS walks). A failure prints
+## the seed and the shortest failing walk. Not yet part of `make test`.
+SEED ?= 1
+SEEDS ?= 1
+STEPS ?= 100000
+chaos-model:
+	MODEL_SEED=$(SEED) MODEL_SEEDS=$(SEEDS) MODEL_STEPS=$(STEPS) $(GO) test -tags model -count=1 -timeout 240m -v -run '^TestModel$$' ./internal/controller/model/
 
 ## fuzz: every fuzz target for FUZZTIME (short and bounded; the committed
 ## seed corpora in testdata/fuzz also run in every `make unit`).

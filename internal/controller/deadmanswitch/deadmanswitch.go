@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -66,8 +67,21 @@ func teamOf(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
 
 // New returns a DeadmanSwitch's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] {
-	return &external{api: d.Client, adopter: d.Adopter, record: d.Record, absence: d.Absence}
+	return &external{api: d.Client, adopter: d.Adopter, record: d.Record, absence: d.Absence, kube: d.Kube}
 }
+
+// AnnotationCreateAttempted on a DeadmanSwitch says when a Create was about
+// to POST its switch. The server has no unique switch names: a Create that
+// finds it and no external name knows an earlier create's result may have
+// been lost, and confirms that nothing of its name is there (a list can
+// omit what exists) before it POSTs again.
+const AnnotationCreateAttempted = "terdut.ryuvia.com/create-attempted-at"
+
+// AnnotationCreateAttemptedName is the name that create was about to POST
+// (the spec may be renamed before a lost create is resumed).
+const AnnotationCreateAttemptedName = "terdut.ryuvia.com/create-attempted-name"
+
+const errMarkAttempt = "cannot mark the create attempt on the DeadmanSwitch; no switch was created"
 
 type external struct {
 	api     api
@@ -76,6 +90,8 @@ type external struct {
 	// absence confirms a switch its team's list omits is gone (nil: at
 	// once).
 	absence *generic.Absence
+	// kube marks create attempts on the MR (nil: not marked, tests).
+	kube client.Client
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] = (*external)(nil)
@@ -138,13 +154,36 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	}
 	name := EffectiveName(p)
 	old, hadOld, _ := generic.ExternalID(cr)
+	byName := func(s terdut.DeadmanSwitch) bool { return s.Name == name }
+	list := e.api.ListDeadmanSwitches
+	if !hadOld && cr.GetAnnotations()[AnnotationCreateAttempted] != "" {
+		if n := cr.GetAnnotations()[AnnotationCreateAttemptedName]; n != "" && n != name {
+			byName = func(s terdut.DeadmanSwitch) bool { return s.Name == name || s.Name == n }
+		}
+		// NOTE: an earlier create's result was lost: only fresh reads,
+		// and nothing of its name in them for a while, let it POST.
+		list = e.api.ListDeadmanSwitchesFresh
+		cur, err := list(ctx, teamID)
+		if err != nil {
+			return managed.ExternalCreation{}, errors.Wrap(err, errListSwitches)
+		}
+		if generic.FindFirst(cur, byName) == nil {
+			if err := e.absence.MissingByName(cr, "dead man's switch", name); err != nil {
+				return managed.ExternalCreation{}, err
+			}
+		}
+		e.absence.Settled(cr)
+	}
 	s, adopted, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.DeadmanSwitch]{
 		Kind: "dead man's switch", Name: name,
 		Lookup: func(ctx context.Context) (*terdut.DeadmanSwitch, error) {
-			list, err := e.api.ListDeadmanSwitches(ctx, teamID)
-			return generic.FindFirst(list, func(s terdut.DeadmanSwitch) bool { return s.Name == name }), err
+			l, err := list(ctx, teamID)
+			return generic.FindFirst(l, byName), err
 		},
 		Create: func(ctx context.Context) (*terdut.DeadmanSwitch, error) {
+			if err := e.markAttempt(ctx, cr); err != nil {
+				return nil, err
+			}
 			return e.api.CreateDeadmanSwitch(ctx, teamID, Desired(p))
 		},
 		ID:        func(s *terdut.DeadmanSwitch) int64 { return s.ID },
@@ -160,6 +199,23 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	}
 	generic.SetExternalID(cr, s.ID)
 	return managed.ExternalCreation{}, nil
+}
+
+// markAttempt records on the MR, before the POST, that a create is under
+// way: the record outlives a provider that dies before the switch's ID is
+// recorded.
+func (e *external) markAttempt(ctx context.Context, cr *v1alpha1.DeadmanSwitch) error {
+	if e.kube == nil {
+		return nil
+	}
+	p := cr.DeepCopy()
+	meta.AddAnnotations(p, map[string]string{AnnotationCreateAttempted: time.Now().UTC().Format(time.RFC3339), AnnotationCreateAttemptedName: EffectiveName(cr.Spec.ForProvider)})
+	if err := e.kube.Patch(ctx, p, client.MergeFrom(cr)); err != nil {
+		return errors.Wrap(err, errMarkAttempt)
+	}
+	cr.SetAnnotations(p.GetAnnotations())
+	cr.SetResourceVersion(p.GetResourceVersion())
+	return nil
 }
 
 // Update replaces the switch in place (PUT); its ID stays.

@@ -69,6 +69,23 @@ func (a *Absence) Missing(mg resource.Managed, what string, id int64) error {
 	return errors.Errorf(errConfirming, what, id, now.Sub(m.since).Round(time.Second), m.since.Add(a.Wait).UTC().Format(time.RFC3339))
 }
 
+const errConfirmingNone = "an earlier create of this %s %q may have made it, and a list does not show it: confirming with a fresh read at %s that nothing of that name is there before making it (a list can omit what exists)"
+
+// MissingByName is Missing for an object an earlier, interrupted create of
+// mg may have made, looked up by its natural key (name).
+func (a *Absence) MissingByName(mg resource.Managed, what, name string) error {
+	if a == nil {
+		return nil
+	}
+	if err := a.Missing(mg, what, 0); err != nil {
+		a.mu.Lock()
+		m := a.m[mg.GetUID()]
+		a.mu.Unlock()
+		return errors.Errorf(errConfirmingNone, what, name, m.since.Add(a.Wait).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
 // Settled forgets mg's confirmation: its object was seen, or its absence
 // confirmed.
 func (a *Absence) Settled(mg resource.Managed) {

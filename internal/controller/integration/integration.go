@@ -50,6 +50,9 @@ const (
 	// of the MR's name that the Secret does not hold is that Create's
 	// orphan: nobody has its key.
 	AnnotationCreating = "terdut.ryuvia.com/creating"
+	// AnnotationCreatingName is the name that Create was about to POST
+	// (the spec may be renamed before a lost create is resumed).
+	AnnotationCreatingName = "terdut.ryuvia.com/creating-name"
 )
 
 const (
@@ -126,6 +129,9 @@ type external struct {
 	// absence confirms an integration its team's list omits is gone (nil:
 	// at once).
 	absence *generic.Absence
+	// freshLists makes find read past the shared answers: a Create
+	// after one whose result was lost.
+	freshLists bool
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.Integration] = (*external)(nil)
@@ -212,7 +218,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 
 // find returns the team's first integration that matches, or nil.
 func (e *external) find(ctx context.Context, teamID int64, match func(terdut.Integration) bool) (*terdut.Integration, error) {
-	list, err := e.api.ListIntegrations(ctx, teamID)
+	ls := e.api.ListIntegrations
+	if e.freshLists {
+		ls = e.api.ListIntegrationsFresh
+	}
+	list, err := ls(ctx, teamID)
 	if err != nil {
 		return nil, errors.Wrap(err, errListIntegrations)
 	}
@@ -240,6 +250,17 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			return managed.ExternalCreation{}, errors.Wrap(err, errDeleteIntegration)
 		}
 	}
+	kept, err := e.confirmInterrupted(ctx, cr, teamID, hadOld)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	if kept != nil {
+		// A lost create's integration whose key the Secret holds: it is
+		// this MR's (Update renames it if the spec changed meanwhile).
+		e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted integration %d, whose url and key Secret %q holds: an earlier create made it and its ID was not recorded", kept.ID, secretName(cr))))
+		generic.SetExternalID(cr, kept.ID)
+		return managed.ExternalCreation{}, nil
+	}
 	if err := e.deleteOrphan(ctx, cr, teamID); err != nil {
 		return managed.ExternalCreation{}, err
 	}
@@ -251,7 +272,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			// Secret the server would refuse (or one another object
 			// controls) fails here, before a key exists that nobody
 			// could hold.
-			if err := e.writeSecret(ctx, cr, map[string]string{AnnotationCreating: e.clock().UTC().Format(time.RFC3339)}, nil); err != nil {
+			if err := e.writeSecret(ctx, cr, map[string]string{AnnotationCreating: e.clock().UTC().Format(time.RFC3339), AnnotationCreatingName: p.Name}, nil); err != nil {
 				return nil, errors.Wrapf(err, errPrepareSecret, secretName(cr))
 			}
 			return e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
@@ -280,6 +301,42 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	}
 	generic.SetExternalID(cr, in.ID)
 	return managed.ExternalCreation{ConnectionDetails: details(in)}, nil
+}
+
+// confirmInterrupted: when the Secret shows an earlier create of this MR
+// (marked "creating", or holding a key) whose result was not recorded,
+// Create reads only fresh lists, and when they show nothing of its name it
+// waits (Absence) before it POSTs: a list can omit what exists, and a
+// second integration would leave a live key nobody holds.
+func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integration, teamID int64, hadOld bool) (*terdut.Integration, error) {
+	if hadOld {
+		return nil, nil //nolint:nilnil // Nothing was interrupted.
+	}
+	s, err := e.secret(ctx, e.read(), cr)
+	if err != nil || s == nil || (s.Annotations[AnnotationCreating] == "" && s.Annotations[AnnotationIntegrationID] == "") {
+		return nil, err
+	}
+	e.freshLists = true
+	match := byName(cr.Spec.ForProvider.Name)
+	if held := s.Annotations[AnnotationIntegrationID]; held != "" {
+		match = func(in terdut.Integration) bool { return generic.FormatID(in.ID) == held }
+	} else if n := s.Annotations[AnnotationCreatingName]; n != "" {
+		match = func(in terdut.Integration) bool { return in.Name == n || in.Name == cr.Spec.ForProvider.Name }
+	}
+	cur, err := e.find(ctx, teamID, match)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		if err := e.absence.MissingByName(cr, "integration", cr.Spec.ForProvider.Name); err != nil {
+			return nil, err
+		}
+	}
+	e.absence.Settled(cr)
+	if cur != nil && s.Annotations[AnnotationIntegrationID] == generic.FormatID(cur.ID) {
+		return cur, nil
+	}
+	return nil, nil //nolint:nilnil // Nothing to take over: Create goes on.
 }
 
 func byName(name string) func(terdut.Integration) bool {

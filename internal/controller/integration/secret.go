@@ -48,7 +48,11 @@ func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, t
 	if err != nil || e.clock().Sub(marked) > OrphanWindow {
 		return nil //nolint:nilerr // An unreadable or old mark: nothing is taken for an orphan.
 	}
-	orphan, err := e.find(ctx, teamID, byName(cr.Spec.ForProvider.Name))
+	name := cr.Spec.ForProvider.Name
+	if n := s.Annotations[AnnotationCreatingName]; n != "" {
+		name = n // the spec may have been renamed since
+	}
+	orphan, err := e.find(ctx, teamID, byName(name))
 	if err != nil || orphan == nil || s.Annotations[AnnotationIntegrationID] == generic.FormatID(orphan.ID) {
 		return err
 	}
