@@ -94,6 +94,9 @@ func parse(args []string) (flags, error) {
 	if f.maxConcurrent <= 0 {
 		f.maxConcurrent = f.maxReconcileRate
 	}
+	if f.absenceWait > 0 && f.maxBackoff*2 > f.absenceWait {
+		return f, fmt.Errorf("--absence-confirmation (%s) must be at least twice --max-backoff (%s): an absence is confirmed by misses at most half of it apart", f.absenceWait, f.maxBackoff)
+	}
 	if f.listMaxAge < 0 {
 		f.listMaxAge = f.poll / 2
 	}

@@ -22,8 +22,9 @@ const errConfirming = "%s %d was missing from its team's list %s ago: confirming
 // its place. terdut-server has no GET for one switch or one integration: an
 // MR that holds an ID its team's list does not show first waits (Observe
 // answers with an error that says what is being confirmed; nothing is
-// created), and after Wait reads the list afresh, past every shared answer.
-// Only an object that fresh read does not show either is gone.
+// created, and the MR is retried within --max-backoff), and after Wait of
+// misses no more than Wait/2 apart reads the list afresh, past every shared
+// answer. Only an object that fresh read does not show either is gone.
 type Absence struct {
 	// Wait is how long after the first miss the fresh read is made.
 	Wait time.Duration
@@ -37,6 +38,8 @@ type Absence struct {
 type missing struct {
 	id    int64
 	since time.Time
+	// last is the latest read that missed it.
+	last time.Time
 }
 
 // NewAbsence confirms absences after wait (zero: at once).
@@ -59,10 +62,14 @@ func (a *Absence) Missing(mg resource.Managed, what string, id int64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	m, ok := a.m[mg.GetUID()]
-	if !ok || m.id != id {
+	// NOTE: absence must be seen throughout the wait, not at its two
+	// ends: reads more than half of it apart may have missed a time it
+	// was listed (a lag, then a second lie), so they start it anew.
+	if !ok || m.id != id || now.Sub(m.last) > a.Wait/2 {
 		m = missing{id: id, since: now}
-		a.m[mg.GetUID()] = m
 	}
+	m.last = now
+	a.m[mg.GetUID()] = m
 	if now.Sub(m.since) >= a.Wait {
 		return nil
 	}
