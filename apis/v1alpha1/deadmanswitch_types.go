@@ -67,6 +67,13 @@ type DeadmanSwitchObservation struct {
 	Timeout string `json:"timeout,omitempty"`
 	// Severity on the server.
 	Severity string `json:"severity,omitempty"`
+	// ReplacedIDs are the objects this resource took as gone from the
+	// server (after confirming it) and made again in their place, newest
+	// last. One that shows up again is reported: a Warning
+	// PredecessorReturned, each poll.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	ReplacedIDs []int64 `json:"replacedIds,omitempty"`
 }
 
 // A DeadmanSwitchSpec defines the desired state of a DeadmanSwitch.

@@ -52,6 +52,13 @@ type IntegrationObservation struct {
 	Kind string `json:"kind,omitempty"`
 	// Name on the server.
 	Name string `json:"name,omitempty"`
+	// ReplacedIDs are the objects this resource took as gone from the
+	// server (after confirming it) and made again in their place, newest
+	// last. One that shows up again is reported: a Warning
+	// PredecessorReturned, each poll.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	ReplacedIDs []int64 `json:"replacedIds,omitempty"`
 }
 
 // An IntegrationSpec defines the desired state of an Integration.

@@ -2,6 +2,7 @@ package deadmanswitch
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,5 +35,38 @@ func TestALyingListMakesNoSecondSwitch(t *testing.T) {
 	}
 	if n := len(f.Server.Snapshot().Switches); n != 1 || meta.GetExternalName(cr) != generic.FormatID(id) {
 		t.Errorf("after three lying lists: %d switches, external name %q; want 1, %d", n, meta.GetExternalName(cr), id)
+	}
+}
+
+// TestAPredecessorThatReturnsIsSaid (issue 20): a list that lies for longer
+// than the confirmation wait defeats it, and the switch is made again. When
+// the old one shows up again there are two: that must not go unsaid.
+func TestAPredecessorThatReturnsIsSaid(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	id := seed(t, f, teamID, onServer())
+	cr := sw(teamID, withID(id))
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	reconcile := func() {
+		if o, err := e.Observe(t.Context(), cr); err == nil && !o.ResourceExists {
+			_, _ = e.Create(t.Context(), cr)
+		}
+	}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusOK, Body: "[]"})
+	for range 5 {
+		reconcile()
+		now = now.Add(generic.DefaultAbsenceConfirmation / 3)
+	}
+	f.Server.ClearFaults()
+	if meta.GetExternalName(cr) == generic.FormatID(id) {
+		t.Fatal("the switch was not made again under a list that lies for minutes")
+	}
+	reconcile()
+	if !slices.Contains(rec.Reasons(), generic.ReasonPredecessorReturned) {
+		t.Errorf("events %v: the old switch is back and two exist, but nothing says so", rec.Reasons())
 	}
 }

@@ -136,7 +136,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 		}
 	}
 	e.absence.Settled(cr)
+	replaced := cr.Status.AtProvider.ReplacedIDs
+	generic.Predecessors(e.record, cr, "dead man's switch", replaced, id, func(p int64) bool {
+		return generic.FindFirst(list, func(s terdut.DeadmanSwitch) bool { return s.ID == p }) != nil
+	})
 	cr.Status.AtProvider = Observation(teamID, cur)
+	cr.Status.AtProvider.ReplacedIDs = replaced
 	cr.SetConditions(xpv2.Available())
 	diff := Diff(cr.Spec.ForProvider, *cur)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
@@ -196,6 +201,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 		// NOTE: the CR wins, so the switch is made again; but its ID
 		// changes, and that must not go unsaid.
 		e.record.Event(cr, event.Warning(generic.ReasonRecreated, errors.Errorf(msgRecreated, old, s.ID)))
+		cr.Status.AtProvider.ReplacedIDs = generic.Replaced(cr.Status.AtProvider.ReplacedIDs, old)
 	}
 	generic.SetExternalID(cr, s.ID)
 	return managed.ExternalCreation{}, nil

@@ -1,10 +1,12 @@
 package generic
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -21,7 +23,29 @@ const (
 	// ReasonRecreated: an object the MR made was gone from the server and
 	// was made again, with a new ID.
 	ReasonRecreated = "ExternalResourceRecreated"
+	// ReasonPredecessorReturned: an object the MR took as gone and made
+	// again is on the server again: two objects for one MR.
+	ReasonPredecessorReturned = "PredecessorReturned"
 )
+
+const msgPredecessor = "%s %d, which this resource took as gone from the server and replaced with %d, is there again: two exist for one resource. Nothing was deleted (the spec did not ask): delete the one you do not want on the server, or import it with a resource of its own"
+
+// Replaced appends old to a list of replaced IDs, keeping the newest ten.
+func Replaced(ids []int64, old int64) []int64 {
+	out := append(slices.Clone(ids), old)
+	return out[max(0, len(out)-10):]
+}
+
+// Predecessors warns, on mg, of each replaced ID (what: "integration")
+// that ids (the IDs on the server now) holds again; current is the one
+// mg manages.
+func Predecessors(r event.Recorder, mg resource.Managed, what string, replaced []int64, current int64, onServer func(int64) bool) {
+	for _, id := range replaced {
+		if id != current && onServer(id) {
+			r.Event(mg, event.Warning(ReasonPredecessorReturned, errors.Errorf(msgPredecessor, what, id, current)))
+		}
+	}
+}
 
 const errExternalName = "external-name %q is not a terdut-server ID: set it to the object's numeric ID or remove it"
 

@@ -177,7 +177,15 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 		}
 	}
 	e.absence.Settled(cr)
-	cr.Status.AtProvider = v1alpha1.IntegrationObservation{ID: cur.ID, TeamID: teamID, Kind: cur.Kind, Name: cur.Name}
+	replaced := cr.Status.AtProvider.ReplacedIDs
+	if len(replaced) > 0 {
+		if list, err := e.api.ListIntegrations(ctx, teamID); err == nil {
+			generic.Predecessors(e.record, cr, "integration", replaced, id, func(p int64) bool {
+				return generic.FindFirst(list, func(in terdut.Integration) bool { return in.ID == p }) != nil
+			})
+		}
+	}
+	cr.Status.AtProvider = v1alpha1.IntegrationObservation{ID: cur.ID, TeamID: teamID, Kind: cur.Kind, Name: cur.Name, ReplacedIDs: replaced}
 	if meta.WasDeleted(cr) {
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
@@ -298,6 +306,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 		// NOTE: the CR wins, so the integration is made again; but every
 		// sender holding the old key now fails, and that must be said.
 		e.record.Event(cr, event.Warning(generic.ReasonKeyRotated, errors.Errorf(msgRecreated, gone, in.ID, secretName(cr))))
+		cr.Status.AtProvider.ReplacedIDs = generic.Replaced(cr.Status.AtProvider.ReplacedIDs, gone)
 	}
 	generic.SetExternalID(cr, in.ID)
 	return managed.ExternalCreation{ConnectionDetails: details(in)}, nil
