@@ -258,7 +258,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			return managed.ExternalCreation{}, errors.Wrap(err, errDeleteIntegration)
 		}
 	}
-	kept, err := e.confirmInterrupted(ctx, cr, teamID, hadOld)
+	kept, err := e.confirmInterrupted(ctx, cr, teamID)
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
@@ -317,17 +317,21 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 // Create reads only fresh lists, and when they show nothing of its name it
 // waits (Absence) before it POSTs: a list can omit what exists, and a
 // second integration would leave a live key nobody holds.
-func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integration, teamID int64, hadOld bool) (*terdut.Integration, error) {
-	if hadOld {
-		return nil, nil //nolint:nilnil // Nothing was interrupted.
-	}
+func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integration, teamID int64) (*terdut.Integration, error) {
 	s, err := e.secret(ctx, e.read(), cr)
-	if err != nil || s == nil || (s.Annotations[AnnotationCreating] == "" && s.Annotations[AnnotationIntegrationID] == "") {
+	if err != nil || s == nil {
 		return nil, err
+	}
+	// NOTE: interrupted is a create the Secret shows (marked "creating",
+	// or holding the key of an integration the MR did not record: a kind
+	// change or a re-creation whose result was lost).
+	held := s.Annotations[AnnotationIntegrationID]
+	if s.Annotations[AnnotationCreating] == "" && (held == "" || held == meta.GetExternalName(cr)) {
+		return nil, nil //nolint:nilnil // Nothing was interrupted.
 	}
 	e.freshLists = true
 	match := byName(cr.Spec.ForProvider.Name)
-	if held := s.Annotations[AnnotationIntegrationID]; held != "" {
+	if held != "" {
 		match = func(in terdut.Integration) bool { return generic.FormatID(in.ID) == held }
 	} else if n := s.Annotations[AnnotationCreatingName]; n != "" {
 		match = func(in terdut.Integration) bool { return in.Name == n || in.Name == cr.Spec.ForProvider.Name }

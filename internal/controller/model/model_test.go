@@ -118,13 +118,24 @@ func (s step) String() string { return fmt.Sprintf("%s mr=%d arg=%d", opNames[s.
 
 // generate makes a walk of n steps from seed.
 func generate(seed uint64, n int) []step {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) //nolint:gosec // A reproducible walk, not a secret.
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	weights := []struct {
 		op op
 		w  int
 	}{
-		{opReconcile, 40}, {opReconcileAll, 6}, {opAdd, 6}, {opDelete, 5}, {opRename, 4}, {opRetime, 4},
-		{opRekind, 2}, {opCrashNextCreate, 4}, {opExternalDelete, 1}, {opFault, 10}, {opLag, 2}, {opClearFaults, 4}, {opTick, 12},
+		{opReconcile, 40},
+		{opReconcileAll, 6},
+		{opAdd, 6},
+		{opDelete, 5},
+		{opRename, 4},
+		{opRetime, 4},
+		{opRekind, 2},
+		{opCrashNextCreate, 4},
+		{opExternalDelete, 1},
+		{opFault, 10},
+		{opLag, 2},
+		{opClearFaults, 4},
+		{opTick, 12},
 	}
 	total := 0
 	for _, w := range weights {
@@ -135,7 +146,7 @@ func generate(seed uint64, n int) []step {
 		x := r.IntN(total)
 		for _, w := range weights {
 			if x < w.w {
-				out[i] = step{Op: w.op, MR: r.IntN(8), Arg: r.IntN(1000)}
+				out[i] = step{Op: w.op, MR: r.IntN(1000), Arg: r.IntN(1000)}
 				break
 			}
 			x -= w.w
@@ -272,7 +283,7 @@ func newWorld(ctx context.Context) (*world, func(), error) {
 		a.Clock = c.Now
 	}
 	for range 4 {
-		w.add()
+		w.add(ctx)
 	}
 	return w, hs.Close, nil
 }
@@ -286,10 +297,10 @@ func run(ctx context.Context, walk []step) (*world, error) {
 	}
 	defer stop()
 	for i, s := range walk {
-		before := w.snapshot()
+		before := w.snapshot(ctx)
 		w.do(ctx, s)
 		w.steps++
-		if err := w.check(before); err != nil {
+		if err := w.check(ctx, before); err != nil {
 			return w, fmt.Errorf("step %d (%s): %w", i, s, err)
 		}
 	}
@@ -304,7 +315,7 @@ func (w *world) summary() string {
 		len(w.mrs), w.creates, w.confirming, w.crashes, w.faults, len(w.double.Issued()))
 }
 
-func (w *world) add() {
+func (w *world) add(ctx context.Context) {
 	i := len(w.mrs)
 	teamID := w.teamID
 	created := metav1.NewTime(w.clock.Now())
@@ -320,18 +331,18 @@ func (w *world) add() {
 			ForProvider:         v1alpha1.IntegrationParameters{TeamID: &teamID, Kind: terdut.IntegrationAlertmanager, Name: fmt.Sprintf("mr%d.0", i)},
 		}}
 	}
-	_ = w.kube.Create(context.Background(), m.obj().DeepCopyObject().(client.Object)) //nolint:forcetypeassert // An MR is a client.Object.
+	_ = w.kube.Create(ctx, m.obj().DeepCopyObject().(client.Object))
 	w.mrs = append(w.mrs, m)
 }
 
 // persist writes the MR as the reconcile left it, as crossplane-runtime
 // does after a reconcile (its external name, annotations, status).
 func (w *world) persist(ctx context.Context, m *mr) {
-	stored := m.obj().DeepCopyObject().(client.Object) //nolint:forcetypeassert // An MR is a client.Object.
+	stored := m.obj().DeepCopyObject().(client.Object)
 	if err := w.kube.Get(ctx, client.ObjectKeyFromObject(stored), stored); err != nil {
 		return
 	}
-	o := m.obj().DeepCopyObject().(client.Object) //nolint:forcetypeassert // An MR is a client.Object.
+	o := m.obj().DeepCopyObject().(client.Object)
 	o.SetDeletionTimestamp(nil)
 	o.SetResourceVersion(stored.GetResourceVersion())
 	_ = w.kube.Update(ctx, o)
@@ -340,7 +351,7 @@ func (w *world) persist(ctx context.Context, m *mr) {
 // reload is the MR as the provider finds it after a restart: what was last
 // written to the cluster.
 func (w *world) reload(ctx context.Context, m *mr) {
-	o := m.obj().DeepCopyObject().(client.Object) //nolint:forcetypeassert // An MR is a client.Object.
+	o := m.obj().DeepCopyObject().(client.Object)
 	if err := w.kube.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 		return
 	}
@@ -356,16 +367,18 @@ func (w *world) reload(ctx context.Context, m *mr) {
 	}
 }
 
-// live returns the MR a step names, if it still exists.
+// live returns the MR a step names: one of those that still exist.
 func (w *world) live(i int) *mr {
-	if len(w.mrs) == 0 {
+	var live []*mr
+	for _, m := range w.mrs {
+		if !m.gone {
+			live = append(live, m)
+		}
+	}
+	if len(live) == 0 {
 		return nil
 	}
-	m := w.mrs[i%len(w.mrs)]
-	if m.gone {
-		return nil
-	}
-	return m
+	return live[i%len(live)]
 }
 
 func (w *world) do(ctx context.Context, s step) {
@@ -393,7 +406,7 @@ func (w *world) do(ctx context.Context, s step) {
 			}
 		}
 		if live < 12 && len(w.mrs) < 200 {
-			w.add()
+			w.add(ctx)
 		}
 	case opDelete:
 		if m != nil && !m.deleted {
@@ -566,28 +579,28 @@ type adapt[M resource.Managed] struct {
 }
 
 func (a adapt[M]) Observe(ctx context.Context, mg resource.Managed) (managed.ExternalObservation, error) {
-	return a.e.Observe(ctx, mg.(M)) //nolint:forcetypeassert // The MR is of the adapter's kind.
+	return a.e.Observe(ctx, mg.(M))
 }
 
 func (a adapt[M]) Create(ctx context.Context, mg resource.Managed) (managed.ExternalCreation, error) {
-	return a.e.Create(ctx, mg.(M)) //nolint:forcetypeassert // The MR is of the adapter's kind.
+	return a.e.Create(ctx, mg.(M))
 }
 
 func (a adapt[M]) Update(ctx context.Context, mg resource.Managed) (managed.ExternalUpdate, error) {
-	return a.e.Update(ctx, mg.(M)) //nolint:forcetypeassert // The MR is of the adapter's kind.
+	return a.e.Update(ctx, mg.(M))
 }
 
 func (a adapt[M]) Delete(ctx context.Context, mg resource.Managed) (managed.ExternalDelete, error) {
-	return a.e.Delete(ctx, mg.(M)) //nolint:forcetypeassert // The MR is of the adapter's kind.
+	return a.e.Delete(ctx, mg.(M))
 }
 
 // restore puts back the MR as it was before a Create whose result the
 // provider did not live to record.
 func (m *mr) restore(before runtime.Object) {
 	if m.sw != nil {
-		m.sw = before.(*v1alpha1.DeadmanSwitch) //nolint:forcetypeassert // A copy of itself.
+		m.sw = before.(*v1alpha1.DeadmanSwitch)
 	} else {
-		m.in = before.(*v1alpha1.Integration) //nolint:forcetypeassert // A copy of itself.
+		m.in = before.(*v1alpha1.Integration)
 	}
 }
 
@@ -614,7 +627,7 @@ type object struct {
 	kind, name, integrationKind string
 }
 
-func (w *world) snapshot() state {
+func (w *world) snapshot(ctx context.Context) state {
 	st := w.double.Snapshot()
 	s := state{objects: map[int64]object{}, held: map[int64]*mr{}, keys: map[*mr]string{}}
 	for _, sw := range st.Switches {
@@ -628,15 +641,15 @@ func (w *world) snapshot() state {
 			s.held[id] = m
 		}
 		if m.in != nil && !m.gone {
-			s.keys[m] = w.secretKey(m)
+			s.keys[m] = w.secretKey(ctx, m)
 		}
 	}
 	return s
 }
 
-func (w *world) secretKey(m *mr) string {
+func (w *world) secretKey(ctx context.Context, m *mr) string {
 	sec := &corev1.Secret{}
-	if err := w.kube.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: m.in.GetName() + "-webhook"}, sec); err != nil {
+	if err := w.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: m.in.GetName() + "-webhook"}, sec); err != nil {
 		return ""
 	}
 	return string(sec.Data[integration.SecretKeyKey])
@@ -658,8 +671,8 @@ func (w *world) owner(o object) *mr {
 //   - no key in a Secret changed, unless its spec or someone's delete did;
 //   - every key in a Secret is accepted by the server;
 //   - no issued secret in anything the provider said.
-func (w *world) check(before state) error {
-	after := w.snapshot()
+func (w *world) check(ctx context.Context, before state) error {
+	after := w.snapshot(ctx)
 	per := map[*mr]int{}
 	for _, o := range after.objects {
 		if m := w.owner(o); m != nil {
@@ -713,19 +726,21 @@ func (r *recorder) drain() []string {
 func (w *world) converge(ctx context.Context) error {
 	w.double.ClearFaults()
 	w.double.SetNotFoundAfterCreate(0)
-	for range 8 {
-		w.clock.add(generic.DefaultAbsenceConfirmation)
-		before := w.snapshot()
+	// NOTE: retried within --max-backoff, as the runtime does: reads a
+	// third of the confirmation wait apart.
+	for range 16 {
+		w.clock.add(generic.DefaultAbsenceConfirmation / 3)
+		before := w.snapshot(ctx)
 		for _, m := range w.mrs {
 			if !m.gone {
 				w.reconcile(ctx, m)
 			}
 		}
-		if err := w.check(before); err != nil {
+		if err := w.check(ctx, before); err != nil {
 			return err
 		}
 	}
-	st := w.snapshot()
+	st := w.snapshot(ctx)
 	for _, m := range w.mrs {
 		id, ok, _ := generic.ExternalID(m.obj())
 		o, exists := st.objects[id]
@@ -740,7 +755,7 @@ func (w *world) converge(ctx context.Context) error {
 			return fmt.Errorf("switch %s is named %q on the server, want %q", m.sw.GetName(), o.name, m.sw.Spec.ForProvider.Name)
 		case m.in != nil && (o.name != m.in.Spec.ForProvider.Name || o.integrationKind != m.in.Spec.ForProvider.Kind):
 			return fmt.Errorf("integration %s is %q %s on the server, want %q %s", m.in.GetName(), o.name, o.integrationKind, m.in.Spec.ForProvider.Name, m.in.Spec.ForProvider.Kind)
-		case m.in != nil && w.double.Verify(w.secretKey(m)).ID != id:
+		case m.in != nil && w.double.Verify(w.secretKey(ctx, m)).ID != id:
 			return fmt.Errorf("integration %s's Secret holds no key of integration %d", m.in.GetName(), id)
 		}
 	}
