@@ -131,11 +131,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 			return managed.ExternalObservation{}, errors.Wrap(err, errListSwitches)
 		}
 		if cur = generic.FindFirst(fresh, byID); cur == nil {
-			e.absence.Settled(cr)
+			e.absence.Confirmed(cr, id)
 			return managed.ExternalObservation{}, nil
 		}
 	}
-	e.absence.Settled(cr)
+	e.absence.Seen(cr, id)
 	replaced := cr.Status.AtProvider.ReplacedIDs
 	generic.Predecessors(e.record, cr, "dead man's switch", replaced, id, func(p int64) bool {
 		return generic.FindFirst(list, func(s terdut.DeadmanSwitch) bool { return s.ID == p }) != nil
@@ -161,7 +161,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	old, hadOld, _ := generic.ExternalID(cr)
 	byName := func(s terdut.DeadmanSwitch) bool { return s.Name == name }
 	list := e.api.ListDeadmanSwitches
-	if !hadOld && cr.GetAnnotations()[AnnotationCreateAttempted] != "" {
+	if interrupted(cr) {
 		if n := cr.GetAnnotations()[AnnotationCreateAttemptedName]; n != "" && n != name {
 			byName = func(s terdut.DeadmanSwitch) bool { return s.Name == name || s.Name == n }
 		}
@@ -177,7 +177,6 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 				return managed.ExternalCreation{}, err
 			}
 		}
-		e.absence.Settled(cr)
 	}
 	s, adopted, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.DeadmanSwitch]{
 		Kind: "dead man's switch", Name: name,
@@ -203,8 +202,21 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 		e.record.Event(cr, event.Warning(generic.ReasonRecreated, errors.Errorf(msgRecreated, old, s.ID)))
 		cr.Status.AtProvider.ReplacedIDs = generic.Replaced(cr.Status.AtProvider.ReplacedIDs, old)
 	}
+	e.absence.Done(cr)
 	generic.SetExternalID(cr, s.ID)
 	return managed.ExternalCreation{}, nil
+}
+
+// interrupted reports whether the MR's last create attempt (its mark) was
+// not recorded as succeeded: its result may have been lost after the
+// server made the switch. (Same-second marks count as interrupted: a few
+// fresh reads too many, never a second switch.)
+func interrupted(cr *v1alpha1.DeadmanSwitch) bool {
+	mark, err := time.Parse(time.RFC3339, cr.GetAnnotations()[AnnotationCreateAttempted])
+	if err != nil {
+		return false
+	}
+	return !mark.Before(meta.GetExternalCreateSucceeded(cr).Truncate(time.Second))
 }
 
 // markAttempt records on the MR, before the POST, that a create is under

@@ -32,48 +32,73 @@ type Absence struct {
 	Clock func() time.Time
 
 	mu sync.Mutex
-	m  map[types.UID]missing
+	m  map[absent]missing
+}
+
+// absent names what an MR is confirming: its object id, or (0) nothing of
+// its name after an interrupted create.
+type absent struct {
+	uid types.UID
+	id  int64
 }
 
 type missing struct {
-	id    int64
 	since time.Time
 	// last is the latest read that missed it.
 	last time.Time
+	// confirmed: a fresh read after the wait did not show it either. It
+	// stays gone (no second wait) until it is seen or the MR is Done.
+	confirmed bool
 }
 
 // NewAbsence confirms absences after wait (zero: at once).
 func NewAbsence(wait time.Duration) *Absence {
-	return &Absence{Wait: wait, m: map[types.UID]missing{}}
+	return &Absence{Wait: wait, m: map[absent]missing{}}
+}
+
+func (a *Absence) now() time.Time {
+	if a.Clock != nil {
+		return a.Clock()
+	}
+	return time.Now()
+}
+
+// due records a miss of k and reports whether the fresh read is due: the
+// wait is over, with misses no more than half of it apart (or it was
+// confirmed already). Otherwise it returns when the read will be due.
+func (a *Absence) due(k absent) (bool, time.Duration, time.Time) {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	m, ok := a.m[k]
+	if ok && m.confirmed {
+		return true, 0, time.Time{}
+	}
+	// NOTE: absence must be seen throughout the wait, not at its two
+	// ends: reads more than half of it apart may have missed a time it
+	// was listed (a lag, then a second lie), so they start it anew.
+	if !ok || now.Sub(m.last) > a.Wait/2 {
+		m = missing{since: now}
+	}
+	m.last = now
+	a.m[k] = m
+	return now.Sub(m.since) >= a.Wait, now.Sub(m.since), m.since.Add(a.Wait)
 }
 
 // Missing is called when a list does not show mg's object id (what, e.g.
 // "dead man's switch"). It returns nil when the fresh read is due now, and
-// otherwise the error Observe answers with meanwhile. A nil Absence
-// confirms at once.
+// otherwise the error Observe answers with meanwhile. The caller then says
+// what the fresh read found: Seen or Confirmed. A nil Absence confirms at
+// once.
 func (a *Absence) Missing(mg resource.Managed, what string, id int64) error {
 	if a == nil {
 		return nil
 	}
-	now := time.Now()
-	if a.Clock != nil {
-		now = a.Clock()
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m, ok := a.m[mg.GetUID()]
-	// NOTE: absence must be seen throughout the wait, not at its two
-	// ends: reads more than half of it apart may have missed a time it
-	// was listed (a lag, then a second lie), so they start it anew.
-	if !ok || m.id != id || now.Sub(m.last) > a.Wait/2 {
-		m = missing{id: id, since: now}
-	}
-	m.last = now
-	a.m[mg.GetUID()] = m
-	if now.Sub(m.since) >= a.Wait {
+	ok, ago, at := a.due(absent{uid: mg.GetUID(), id: id})
+	if ok {
 		return nil
 	}
-	return errors.Errorf(errConfirming, what, id, now.Sub(m.since).Round(time.Second), m.since.Add(a.Wait).UTC().Format(time.RFC3339))
+	return errors.Errorf(errConfirming, what, id, ago.Round(time.Second), at.UTC().Format(time.RFC3339))
 }
 
 const errConfirmingNone = "an earlier create of this %s %q may have made it, and a list does not show it: confirming with a fresh read at %s that nothing of that name is there before making it (a list can omit what exists)"
@@ -84,27 +109,52 @@ func (a *Absence) MissingByName(mg resource.Managed, what, name string) error {
 	if a == nil {
 		return nil
 	}
-	if err := a.Missing(mg, what, 0); err != nil {
-		a.mu.Lock()
-		m := a.m[mg.GetUID()]
-		a.mu.Unlock()
-		return errors.Errorf(errConfirmingNone, what, name, m.since.Add(a.Wait).UTC().Format(time.RFC3339))
+	ok, _, at := a.due(absent{uid: mg.GetUID()})
+	if ok {
+		return nil
 	}
-	return nil
+	return errors.Errorf(errConfirmingNone, what, name, at.UTC().Format(time.RFC3339))
 }
 
-// Settled forgets mg's confirmation: its object was seen, or its absence
-// confirmed.
-func (a *Absence) Settled(mg resource.Managed) {
+// Confirmed records that a fresh read after the wait did not show mg's
+// object id either: it is gone, and stays so for mg until Done.
+func (a *Absence) Confirmed(mg resource.Managed, id int64) {
 	if a == nil {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.m, mg.GetUID())
+	k := absent{uid: mg.GetUID(), id: id}
+	m := a.m[k]
+	m.confirmed = true
+	a.m[k] = m
 }
 
-// Pending is how many MRs are confirming an absence.
+// Seen forgets a confirmation of mg's object id (0: by name): it was seen.
+func (a *Absence) Seen(mg resource.Managed, id int64) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.m, absent{uid: mg.GetUID(), id: id})
+}
+
+// Done forgets every confirmation of mg: it made (or took) its object.
+func (a *Absence) Done(mg resource.Managed) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k := range a.m {
+		if k.uid == mg.GetUID() {
+			delete(a.m, k)
+		}
+	}
+}
+
+// Pending is how many confirmations are under way.
 func (a *Absence) Pending() int {
 	if a == nil {
 		return 0

@@ -172,11 +172,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 			return managed.ExternalObservation{}, errors.Wrap(err, errListIntegrations)
 		}
 		if cur = generic.FindFirst(fresh, byID); cur == nil {
-			e.absence.Settled(cr)
+			e.absence.Confirmed(cr, id)
 			return managed.ExternalObservation{}, nil
 		}
 	}
-	e.absence.Settled(cr)
+	e.absence.Seen(cr, id)
 	replaced := cr.Status.AtProvider.ReplacedIDs
 	if len(replaced) > 0 {
 		if list, err := e.api.ListIntegrations(ctx, teamID); err == nil {
@@ -266,6 +266,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 		// A lost create's integration whose key the Secret holds: it is
 		// this MR's (Update renames it if the spec changed meanwhile).
 		e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted integration %d, whose url and key Secret %q holds: an earlier create made it and its ID was not recorded", kept.ID, secretName(cr))))
+		e.absence.Done(cr)
 		generic.SetExternalID(cr, kept.ID)
 		return managed.ExternalCreation{}, nil
 	}
@@ -292,6 +293,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
+	e.absence.Done(cr)
 	if adopted {
 		generic.SetExternalID(cr, in.ID)
 		return managed.ExternalCreation{}, nil
@@ -345,7 +347,6 @@ func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integrat
 			return nil, err
 		}
 	}
-	e.absence.Settled(cr)
 	if cur != nil && s.Annotations[AnnotationIntegrationID] == generic.FormatID(cur.ID) {
 		return cur, nil
 	}

@@ -159,6 +159,9 @@ func generate(seed uint64, n int) []step {
 // single steps, within a time budget.
 func shrink(ctx context.Context, walk []step) []step {
 	deadline := time.Now().Add(2 * time.Minute)
+	if _, at, err := runAt(ctx, walk); err != nil && at < len(walk) {
+		walk = walk[:at+1] // nothing after the failing step matters
+	}
 	fails := func(w []step) bool { _, err := run(ctx, w); return err != nil }
 	for size := len(walk) / 2; size >= 1 && time.Now().Before(deadline); size /= 2 {
 		for i := 0; i+size <= len(walk) && time.Now().Before(deadline); {
@@ -211,7 +214,8 @@ type world struct {
 	rec    *recorder
 	clock  *clock
 	teamID int64
-	mrs    []*mr
+	// mrs are the MRs not gone yet; all are every MR ever made, by index.
+	mrs, all []*mr
 	// absence is each kind's, as Setup makes them.
 	absence map[string]*generic.Absence
 	// said is every error, condition message and event the walk saw.
@@ -291,32 +295,40 @@ func newWorld(ctx context.Context) (*world, func(), error) {
 // run replays a walk on a fresh world; nil when every check held, and a
 // final convergence (faults off, time passing) reached the spec.
 func run(ctx context.Context, walk []step) (*world, error) {
+	w, _, err := runAt(ctx, walk)
+	return w, err
+}
+
+// runAt is run, with the index of the step that failed (len(walk) when the
+// final convergence did).
+func runAt(ctx context.Context, walk []step) (*world, int, error) {
 	w, stop, err := newWorld(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer stop()
 	for i, s := range walk {
 		before := w.snapshot(ctx)
 		w.do(ctx, s)
 		w.steps++
+		w.mrs = slices.DeleteFunc(w.mrs, func(m *mr) bool { return m.gone })
 		if err := w.check(ctx, before); err != nil {
-			return w, fmt.Errorf("step %d (%s): %w", i, s, err)
+			return w, i, fmt.Errorf("step %d (%s): %w", i, s, err)
 		}
 	}
 	if err := w.converge(ctx); err != nil {
-		return w, fmt.Errorf("after the walk: %w", err)
+		return w, len(walk), fmt.Errorf("after the walk: %w", err)
 	}
-	return w, nil
+	return w, len(walk), nil
 }
 
 func (w *world) summary() string {
 	return fmt.Sprintf("%d MRs, %d creates, %d reconciles confirming an absence, %d crashes, %d faults, %d issued secrets never said",
-		len(w.mrs), w.creates, w.confirming, w.crashes, w.faults, len(w.double.Issued()))
+		len(w.all), w.creates, w.confirming, w.crashes, w.faults, len(w.double.Issued()))
 }
 
 func (w *world) add(ctx context.Context) {
-	i := len(w.mrs)
+	i := len(w.all)
 	teamID := w.teamID
 	created := metav1.NewTime(w.clock.Now())
 	om := metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("mr%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i)), CreationTimestamp: created, Generation: 1}
@@ -333,6 +345,7 @@ func (w *world) add(ctx context.Context) {
 	}
 	_ = w.kube.Create(ctx, m.obj().DeepCopyObject().(client.Object))
 	w.mrs = append(w.mrs, m)
+	w.all = append(w.all, m)
 }
 
 // persist writes the MR as the reconcile left it, as crossplane-runtime
@@ -405,7 +418,7 @@ func (w *world) do(ctx context.Context, s step) {
 				live++
 			}
 		}
-		if live < 12 && len(w.mrs) < 200 {
+		if live < 12 {
 			w.add(ctx)
 		}
 	case opDelete:
@@ -556,7 +569,9 @@ func (w *world) reconcile(ctx context.Context, m *mr) {
 			w.reload(ctx, m)
 			return
 		}
-		w.note(err, obj)
+		if !w.note(err, obj) {
+			meta.SetExternalCreateSucceeded(obj, time.Now())
+		}
 	case !o.ResourceUpToDate:
 		_, err = ext.Update(ctx, obj)
 		w.note(err, obj)
@@ -658,10 +673,10 @@ func (w *world) secretKey(ctx context.Context, m *mr) string {
 // owner is the MR whose name an object carries ("mr<i>.<n>").
 func (w *world) owner(o object) *mr {
 	i, err := strconv.Atoi(strings.TrimPrefix(strings.SplitN(o.name, ".", 2)[0], "mr"))
-	if err != nil || i >= len(w.mrs) {
+	if err != nil || i >= len(w.all) {
 		return nil
 	}
-	return w.mrs[i]
+	return w.all[i]
 }
 
 // check holds after every step:
