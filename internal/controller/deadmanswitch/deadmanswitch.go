@@ -118,21 +118,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 	cur := generic.FindFirst(list, byID)
 	if cur == nil {
 		// NOTE: a list is not a 404: only a fresh read, some time after,
-		// that does not show it either means it is gone. (A switch
-		// being deleted is read again at once: our own DELETE may be
-		// why it is missing.)
-		if !meta.WasDeleted(cr) {
-			if err := e.absence.Missing(cr, "dead man's switch", id); err != nil {
-				return managed.ExternalObservation{}, err
-			}
+		// that does not show it either means it is gone.
+		fresh := func(ctx context.Context) ([]terdut.DeadmanSwitch, error) {
+			return e.api.ListDeadmanSwitchesFresh(ctx, teamID)
 		}
-		fresh, err := e.api.ListDeadmanSwitchesFresh(ctx, teamID)
-		if err != nil && !terdut.IsNotFound(err) {
-			return managed.ExternalObservation{}, errors.Wrap(err, errListSwitches)
-		}
-		if cur = generic.FindFirst(fresh, byID); cur == nil {
-			e.absence.Confirmed(cr, id)
-			return managed.ExternalObservation{}, nil
+		if cur, err = generic.Reread(ctx, e.absence, cr, "dead man's switch", id, fresh, byID, errListSwitches); err != nil || cur == nil {
+			return managed.ExternalObservation{}, err
 		}
 	}
 	e.absence.Seen(cr, id)

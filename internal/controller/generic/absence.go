@@ -1,14 +1,17 @@
 package generic
 
 import (
-	"fmt"
+	"context"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 )
 
 // DefaultAbsenceConfirmation is how long after a list first omits an
@@ -164,5 +167,25 @@ func (a *Absence) Pending() int {
 	return len(a.m)
 }
 
-// String describes the confirmation, for logs.
-func (a *Absence) String() string { return fmt.Sprintf("absence confirmed after %s", a.Wait) }
+// Reread is what Observe does when its team's list does not show mg's
+// object id (what, e.g. "integration"): it waits the absence out (an MR
+// being deleted does not: our own DELETE may be why it is missing), then
+// reads the list afresh with fresh. It returns the object when the fresh
+// list shows it, and nil once its absence is confirmed; read errors are
+// wrapped with errList, and a 404 (the team gone) is an empty list.
+func Reread[T any](ctx context.Context, a *Absence, mg resource.Managed, what string, id int64, fresh func(context.Context) ([]T, error), match func(T) bool, errList string) (*T, error) {
+	if !meta.WasDeleted(mg) {
+		if err := a.Missing(mg, what, id); err != nil {
+			return nil, err
+		}
+	}
+	list, err := fresh(ctx)
+	if err != nil && !terdut.IsNotFound(err) {
+		return nil, errors.Wrap(err, errList)
+	}
+	cur := FindFirst(list, match)
+	if cur == nil {
+		a.Confirmed(mg, id)
+	}
+	return cur, nil
+}

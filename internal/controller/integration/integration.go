@@ -160,20 +160,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 	if cur == nil {
 		// NOTE: a list is not a 404, and making it again would rotate
 		// its key: only a fresh read, some time after, that does not
-		// show it either means it is gone. (One being deleted is read
-		// again at once: our own DELETE may be why it is missing.)
-		if !meta.WasDeleted(cr) {
-			if err := e.absence.Missing(cr, "integration", id); err != nil {
-				return managed.ExternalObservation{}, err
-			}
+		// show it either means it is gone.
+		fresh := func(ctx context.Context) ([]terdut.Integration, error) {
+			return e.api.ListIntegrationsFresh(ctx, teamID)
 		}
-		fresh, err := e.api.ListIntegrationsFresh(ctx, teamID)
-		if err != nil && !terdut.IsNotFound(err) {
-			return managed.ExternalObservation{}, errors.Wrap(err, errListIntegrations)
-		}
-		if cur = generic.FindFirst(fresh, byID); cur == nil {
-			e.absence.Confirmed(cr, id)
-			return managed.ExternalObservation{}, nil
+		if cur, err = generic.Reread(ctx, e.absence, cr, "integration", id, fresh, byID, errListIntegrations); err != nil || cur == nil {
+			return managed.ExternalObservation{}, err
 		}
 	}
 	e.absence.Seen(cr, id)
