@@ -41,6 +41,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	tcontroller "git.ryuvia.com/niklas/provider-terdut/internal/controller"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 	"git.ryuvia.com/niklas/provider-terdut/internal/version"
 )
 
@@ -49,6 +50,8 @@ type flags struct {
 	leaderElection     bool
 	sync               time.Duration
 	poll               time.Duration
+	minPoll            time.Duration
+	unfair             bool
 	pollStateMetric    time.Duration
 	maxReconcileRate   int
 	maxConcurrent      int
@@ -73,6 +76,8 @@ func parse(args []string) (flags, error) {
 	fs.BoolVar(&f.leaderElection, "leader-election", os.Getenv("LEADER_ELECTION") == "true", "Use leader election (run more than one replica).")
 	fs.DurationVar(&f.sync, "sync", time.Hour, "How often every resource is re-listed from the API server.")
 	fs.DurationVar(&f.poll, "poll", time.Minute, "How often each managed resource is checked against terdut-server for drift.")
+	fs.DurationVar(&f.minPoll, "min-poll-interval", 10*time.Second, "The shortest poll an MR's crossplane.io/poll-interval annotation may ask for: shorter asks are clamped to it, so no tenant's annotation makes the provider hammer a server.")
+	fs.BoolVar(&f.unfair, "first-come-first-served", false, "Spend the reconcile budget in arrival order (crossplane-runtime's global rate limiter) instead of sharing it between namespaces (benchmarks only: the side-by-side \"before\").")
 	fs.DurationVar(&f.pollStateMetric, "poll-state-metric", 5*time.Second, "How often the managed resource state metrics are recorded.")
 	fs.IntVar(&f.maxReconcileRate, "max-reconcile-rate", 100, "Reconciles per second, at most, across all kinds (the Kubernetes client may send five times as many requests per second). At rest each MR needs one per --poll: 1,000 MRs at --poll=1m are 17 a second.")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", 10, "Reconciles of one kind at the same time (0: --max-reconcile-rate). terdut-server is protected by its own stated rate limit, which the provider follows.")
@@ -96,6 +101,9 @@ func parse(args []string) (flags, error) {
 	}
 	if f.absenceWait > 0 && f.maxBackoff*2 > f.absenceWait {
 		return f, fmt.Errorf("--absence-confirmation (%s) must be at least twice --max-backoff (%s): an absence is confirmed by misses at most half of it apart", f.absenceWait, f.maxBackoff)
+	}
+	if f.minPoll > f.poll {
+		return f, fmt.Errorf("--min-poll-interval (%s) must not be longer than --poll (%s)", f.minPoll, f.poll)
 	}
 	if f.listMaxAge < 0 {
 		f.listMaxAge = f.poll / 2
@@ -126,7 +134,7 @@ func run(f flags) error {
 		// controller-runtime is very verbose even at info level.
 		ctrl.SetLogger(logr.Discard())
 	}
-	log.Info("Starting", "version", version.Version, "poll", f.poll.String(), "max-reconcile-rate", f.maxReconcileRate, "max-concurrent-reconciles", f.maxConcurrent, "list-max-age", f.listMaxAge.String(), "naive", f.naive)
+	log.Info("Starting", "version", version.Version, "poll", f.poll.String(), "max-reconcile-rate", f.maxReconcileRate, "max-concurrent-reconciles", f.maxConcurrent, "list-max-age", f.listMaxAge.String(), "min-poll-interval", f.minPoll.String(), "fair", !f.unfair, "naive", f.naive)
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -189,12 +197,18 @@ func run(f flags) error {
 			ListMaxAge: f.listMaxAge,
 		},
 		Naive:               f.naive,
+		MinPollInterval:     f.minPoll,
 		MaxBackoff:          f.maxBackoff,
 		AbsenceConfirmation: f.absenceWait,
 		ManagementPolicies:  f.managementPolicies,
 		Namespace:           f.namespace,
 		Indexes:             &generic.Indexes{},
 		Checks:              checks,
+	}
+	if !f.unfair {
+		// NOTE: the same burst as crossplane-runtime's global limiter (ten
+		// seconds' worth), shared between the namespaces asking at once.
+		o.Share = fair.New(float64(f.maxReconcileRate), fair.Options{Burst: 10 * f.maxReconcileRate})
 	}
 	if f.changeLogs {
 		conn, err := grpc.NewClient("unix://"+f.changeLogsSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))

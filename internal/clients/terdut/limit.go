@@ -10,16 +10,20 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 )
 
 // A limiter keeps the provider's requests to one server at or below what
 // that server asks for. A 429's Retry-After pauses every request to the
 // server until then (not only the one refused), and a stated limit
 // (headerRateLimitPolicy) caps the rate while the server keeps stating it.
-// A server that states nothing is not limited.
+// A server that states nothing is not limited. The stated rate is shared
+// between the namespaces whose MRs ask (fair.Share): one namespace's burst
+// of requests cannot hold another's back behind it.
 type limiter struct {
 	mu    sync.Mutex
-	rate  *rate.Limiter
+	rate  limit
 	until time.Time
 	// stated is when an answer last stated the limit; now is the clock.
 	stated time.Time
@@ -38,21 +42,56 @@ const paceShare = 0.9
 // limit only on some answers keeps being paced between them.
 const statedLapse = 10 * time.Second
 
-func newLimiter() *limiter { return &limiter{rate: rate.NewLimiter(rate.Inf, 1), now: time.Now} }
+func newLimiter() *limiter {
+	return &limiter{rate: limit{Share: fair.New(0, fair.Options{}), limit: rate.Inf}, now: time.Now}
+}
+
+// A limit is a Share and the rate it was last set to.
+type limit struct {
+	*fair.Share
+	limit rate.Limit
+}
+
+// Limit is the rate the share was last set to.
+func (l *limit) Limit() rate.Limit { return l.limit }
+
+// SetLimit sets the share's rate.
+func (l *limit) SetLimit(r rate.Limit) {
+	l.limit = r
+	l.SetRate(float64(r))
+}
+
+// Burst is the share's burst: one (evenly spaced).
+func (l *limit) Burst() int { return 1 }
+
+// wait blocks until the share has a slot for ctx's tenant.
+func (l *limit) wait(ctx context.Context) error {
+	for {
+		wait, booked := l.Reserve(fair.TenantOf(ctx))
+		if wait > 0 {
+			if err := sleepCtx(ctx, wait); err != nil {
+				return err
+			}
+		}
+		if booked {
+			return nil
+		}
+	}
+}
 
 // wait blocks until a request may be sent: after the server's pause (unless
 // skipPause) and within its stated rate.
 func (l *limiter) wait(ctx context.Context, skipPause bool) error {
 	l.mu.Lock()
 	pause := time.Until(l.until)
-	rl := l.rate
+	rl := &l.rate
 	l.mu.Unlock()
 	if pause > 0 && !skipPause {
 		if err := sleepCtx(ctx, pause); err != nil {
 			return err
 		}
 	}
-	return rl.Wait(ctx)
+	return rl.wait(ctx)
 }
 
 // observe learns from an answer: a stated limit, a 429's pause.
@@ -70,7 +109,6 @@ func (l *limiter) observe(h http.Header, code int) {
 		l.stated = now
 		if l.rate.Limit() != limit {
 			l.rate.SetLimit(limit)
-			l.rate.SetBurst(1)
 		}
 	case l.rate.Limit() != rate.Inf && now.Sub(l.stated) > statedLapse:
 		l.rate.SetLimit(rate.Inf)

@@ -3,11 +3,13 @@ package terdut_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -208,5 +210,57 @@ func TestWritesReachEveryClientOfTheServer(t *testing.T) {
 	}
 	if l, _ := reader.ListIntegrations(t.Context(), tm.ID); len(l) != 1 {
 		t.Errorf("another client of the server lists %d integrations after the committed create, want 1", len(l))
+	}
+}
+
+// TestAServersRateIsSharedBetweenNamespaces: namespace a's MRs keep 40
+// requests waiting for a server that states 100 a second; namespace b's
+// first request, sent after them, reaches the server within a handful of
+// a's, not behind all 40 (and the stated rate is kept).
+func TestAServersRateIsSharedBetweenNamespaces(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("RateLimit-Policy", "100;w=1")
+		mu.Lock()
+		order = append(order, r.Header.Get("Authorization"))
+		mu.Unlock()
+		_, _ = w.Write([]byte(`[]`))
+	}))
+	defer hs.Close()
+	cache := terdut.NewCache()
+	a, _ := cache.Get("a", terdut.Options{Endpoint: hs.URL, Token: "tdk_a"})
+	b, _ := cache.Get("b", terdut.Options{Endpoint: hs.URL, Token: "tdk_b"})
+	// The first answer states the limit.
+	if _, err := a.ListUsers(fair.WithTenant(t.Context(), "a")); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 40 {
+		wg.Go(func() { _, _ = a.ListUsers(fair.WithTenant(t.Context(), "a")) })
+	}
+	time.Sleep(50 * time.Millisecond)
+	if _, err := b.ListUsers(fair.WithTenant(t.Context(), "b")); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	took := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	before := 0
+	for _, who := range order[1:] {
+		if strings.HasSuffix(who, "tdk_b") {
+			break
+		}
+		before++
+	}
+	t.Logf("b's request reached the server after %d of a's; 41 requests in %v", before, took.Round(time.Millisecond))
+	if before > 12 {
+		t.Errorf("b's request reached the server after %d of a's 40 queued before it, want within a few: one namespace's burst holds another back", before)
+	}
+	// 41 requests at 90 a second (90%% of the stated 100) take 0.44 s at least.
+	if took < 400*time.Millisecond {
+		t.Errorf("41 requests took %v: faster than the stated limit", took)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/providerconfig"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
@@ -60,7 +59,7 @@ func setup(mgr ctrl.Manager, o generic.Options) error {
 			WithOptions(o.ForControllerRuntime()).
 			For(k.object).
 			Watches(&v1alpha1.ProviderConfigUsage{}, &resource.EnqueueRequestForProviderConfig{Kind: k.kind}).
-			Complete(ratelimiter.NewReconciler(name, &Coalescing{Reconciler: f, Every: coalesceEvery, Urgent: unguarded}, o.GlobalRateLimiter))
+			Complete(o.Limit(name, &Coalescing{Reconciler: f, Every: coalesceEvery, Urgent: unguarded}))
 		if err != nil {
 			return err
 		}

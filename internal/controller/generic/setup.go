@@ -25,6 +25,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 )
 
 const errStateMetrics = "cannot register the MR state metrics recorder for %s"
@@ -61,6 +62,30 @@ type Options struct {
 	// AbsenceConfirmation is how long after a list first omits an object
 	// its absence is confirmed with a fresh read (see Absence).
 	AbsenceConfirmation time.Duration
+
+	// Share is the reconcile budget, shared between namespaces; nil is
+	// crossplane-runtime's GlobalRateLimiter (first come, first served).
+	Share *fair.Share
+
+	// MinPollInterval is the shortest poll an MR's
+	// crossplane.io/poll-interval annotation may ask for.
+	MinPollInterval time.Duration
+}
+
+// PollOptions are how often an MR is polled: every PollInterval, or as its
+// crossplane.io/poll-interval annotation asks, but never more often than
+// every MinPollInterval.
+func (o Options) PollOptions() []managed.ReconcilerOption {
+	return []managed.ReconcilerOption{managed.WithPollInterval(o.PollInterval), managed.WithMinPollInterval(o.MinPollInterval)}
+}
+
+// Limit wraps a controller's reconciler in the reconcile budget: shared
+// between namespaces if there is a Share.
+func (o Options) Limit(name string, r reconcile.Reconciler) reconcile.Reconciler {
+	if o.Share != nil {
+		return NewFairReconciler(name, r, o.Share)
+	}
+	return ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter)
 }
 
 // ForControllerRuntime are the controller options, with the per-MR
@@ -73,6 +98,9 @@ func (o Options) ForControllerRuntime() ctrlcontroller.Options {
 	c := o.Options.ForControllerRuntime()
 	if o.MaxBackoff > 0 {
 		c.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, o.MaxBackoff)
+	}
+	if o.Share != nil {
+		c.NewQueue = FairQueue
 	}
 	return c
 }
@@ -194,11 +222,13 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		// metadata.name, but ours is the server's ID, set by Create.
 		managed.WithInitializers(),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
-		managed.WithPollInterval(o.PollInterval),
+	}
+	opts = append(opts, o.PollOptions()...)
+	opts = append(opts,
 		managed.WithRecorder(record),
 		managed.WithDeterministicExternalName(k.DeterministicExternalName),
 		managed.WithReferenceResolver(References{Reader: mgr.GetClient(), Patch: managed.NewAPISimpleReferenceResolver(mgr.GetClient())}),
-	}
+	)
 	if o.ManagementPolicies {
 		opts = append(opts, managed.WithManagementPolicies())
 	}
@@ -227,7 +257,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	if k.TeamRefs != nil {
 		b = teamWatch(b, mgr.GetClient(), newList)
 	}
-	return b.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+	return b.Complete(o.Limit(name, r))
 }
 
 // gates are the kind's gates, in order: consent, ownership, its own.

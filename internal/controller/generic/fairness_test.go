@@ -1,0 +1,126 @@
+package generic
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
+)
+
+// order records the order in which requests reached the reconciler.
+type order struct {
+	mu   sync.Mutex
+	seen []reconcile.Request
+	b    int
+	done chan struct{}
+	// untold counts the requests that did not carry their namespace to
+	// the server's client.
+	untold int
+}
+
+func (o *order) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	time.Sleep(time.Millisecond) // a request to the server
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if fair.TenantOf(ctx) != req.Namespace {
+		o.untold++
+	}
+	o.seen = append(o.seen, req)
+	if req.Namespace == "b" {
+		if o.b++; o.b == 20 {
+			close(o.done)
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// work runs a controller's workers as controller-runtime does: take a
+// request, reconcile it, requeue it if asked.
+func work(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], r reconcile.Reconciler, workers int) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				req, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				res, err := r.Reconcile(ctx, req)
+				switch {
+				case err != nil:
+					q.AddRateLimited(req)
+				case res.RequeueAfter > 0:
+					q.Forget(req)
+					q.AddAfter(req, res.RequeueAfter)
+				default:
+					q.Forget(req)
+				}
+				q.Done(req)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestABurstInOneNamespaceDoesNotStarveAnother: namespace a has 2,000 MRs
+// queued (a restart, a big apply) when namespace b's 20 are created. The
+// provider's controllers (its queue, its reconcile budget) reach b's 20
+// within the first few dozen reconciles, not after a's 2,000.
+func TestABurstInOneNamespaceDoesNotStarveAnother(t *testing.T) {
+	const rate, workers = 1000, 4
+	o := Options{Options: controller.Options{GlobalRateLimiter: ratelimiter.NewGlobal(rate)}, MaxBackoff: 10 * time.Second}
+	o.Share = fair.New(rate, fair.Options{Burst: 10 * rate})
+	newQueue := o.ForControllerRuntime().NewQueue
+	if newQueue == nil {
+		// controller-runtime's default.
+		newQueue = func(name string, l workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+			return priorityqueue.New[reconcile.Request](name, func(o *priorityqueue.Opts[reconcile.Request]) { o.RateLimiter = l })
+		}
+	}
+	q := newQueue("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	rec := &order{done: make(chan struct{})}
+	r := o.Limit("test", rec)
+	for i := range 2000 {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: fmt.Sprint(i)}})
+	}
+	for i := range 20 {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "b", Name: fmt.Sprint(i)}})
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	go func() {
+		select {
+		case <-rec.done:
+		case <-ctx.Done():
+		}
+		q.ShutDown()
+	}()
+	work(ctx, q, r, workers)
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	last := 0
+	for i, req := range rec.seen {
+		if req.Namespace == "b" {
+			last = i + 1
+		}
+	}
+	if rec.untold > 0 {
+		t.Errorf("%d reconciles did not carry their namespace to the server's client (which shares its rate by namespace)", rec.untold)
+	}
+	t.Logf("b's 20th reconcile was the %d-th of %d", last, len(rec.seen))
+	if rec.b < 20 || last > 2*20+2*workers {
+		t.Errorf("b's 20 MRs were reconciled by the %d-th reconcile (%d of b's done), want within the first %d: a's 2,000 queued first starve b", last, rec.b, 2*20+2*workers)
+	}
+}

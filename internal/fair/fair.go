@@ -1,0 +1,148 @@
+// Package fair shares one rate between tenants (for the provider: the
+// namespaces of its managed resources), so that a tenant with thousands of
+// requests, or with requests made often, cannot hold back another tenant's.
+//
+// A Share books each request a slot on its tenant's timeline, whose spacing
+// is the whole rate's times the number of tenants asking now (a GCRA per
+// tenant): a tenant alone gets the whole rate (and burst); two that ask at
+// once get half each, however many requests either has waiting. No slot is
+// booked further ahead than the horizon, so when a tenant comes, the others'
+// slots booked at their old share run out within the horizon: the rate may be
+// exceeded by that much then (at most one horizon's worth), never for longer.
+package fair
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// A Share shares Rate requests a second between tenants.
+type Share struct {
+	mu sync.Mutex
+	// interval is the whole rate's spacing; burst how many may go at once.
+	interval time.Duration
+	burst    int
+	// horizon is how far ahead a slot may be booked; window how long a
+	// tenant counts as asking after it last asked.
+	horizon time.Duration
+	window  time.Duration
+	now     func() time.Time
+
+	tenants map[string]*tenant
+}
+
+type tenant struct {
+	tat  time.Time
+	seen time.Time
+}
+
+// Options tune a Share; zero values take the defaults.
+type Options struct {
+	// Burst is how many requests may go at once after a quiet time
+	// (default 1).
+	Burst int
+	// Horizon is how far ahead a slot is booked at most (default 1s).
+	Horizon time.Duration
+	// Window is how long a tenant counts as asking after it last asked
+	// (default three horizons).
+	Window time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// New returns a Share of perSecond requests a second. A rate that is not
+// positive and finite is not limited: every request goes at once.
+func New(perSecond float64, o Options) *Share {
+	s := &Share{burst: max(o.Burst, 1), horizon: o.Horizon, window: o.Window, now: o.Now, tenants: map[string]*tenant{}}
+	if s.horizon <= 0 {
+		s.horizon = time.Second
+	}
+	if s.window <= 0 {
+		s.window = 3 * s.horizon
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.SetRate(perSecond)
+	return s
+}
+
+// SetRate changes the whole rate; not positive and finite is unlimited.
+func (s *Share) SetRate(perSecond float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if perSecond <= 0 || math.IsInf(perSecond, 0) || math.IsNaN(perSecond) {
+		s.interval = 0
+		return
+	}
+	s.interval = time.Duration(float64(time.Second) / perSecond)
+}
+
+// Reserve books the tenant's next slot and says how long until it. If no
+// slot is free within the horizon nothing is booked (booked is false): ask
+// again after wait.
+func (s *Share) Reserve(name string) (wait time.Duration, booked bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.interval == 0 {
+		return 0, true
+	}
+	now := s.now()
+	t := s.tenants[name]
+	if t == nil {
+		t = &tenant{}
+		s.tenants[name] = t
+	}
+	t.seen = now
+	asking := s.asking(now)
+
+	// NOTE: a tenant's spacing is the whole rate's times the tenants
+	// asking now; each has the whole burst (after a quiet time, k tenants
+	// may send k bursts at once: a short, bounded excess).
+	spacing := s.interval * time.Duration(asking)
+	slot := latest(now, conformance(t.tat, spacing, s.burst))
+	if wait := slot.Sub(now); wait > s.horizon {
+		return s.horizon, false
+	}
+	t.tat = latest(t.tat, slot).Add(spacing)
+	return slot.Sub(now), true
+}
+
+// Asking is how many tenants have asked within the window.
+func (s *Share) Asking() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.asking(s.now())
+}
+
+// asking counts the tenants that asked within the window, and forgets those
+// that did not and have nothing booked.
+func (s *Share) asking(now time.Time) int {
+	n := 0
+	for name, t := range s.tenants {
+		switch {
+		case now.Sub(t.seen) <= s.window:
+			n++
+		case !t.tat.After(now):
+			delete(s.tenants, name)
+		}
+	}
+	return max(n, 1)
+}
+
+// conformance is the earliest time a request conforms to a GCRA of the
+// given spacing and burst whose theoretical arrival time is tat.
+func conformance(tat time.Time, spacing time.Duration, burst int) time.Time {
+	return tat.Add(-spacing * time.Duration(burst-1))
+}
+
+func latest(ts ...time.Time) time.Time {
+	l := ts[0]
+	for _, t := range ts[1:] {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
+}
