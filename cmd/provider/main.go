@@ -14,10 +14,13 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -151,6 +154,7 @@ func run(f flags) error {
 	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate), ctrl.Options{
 		Scheme:                     scheme,
 		Cache:                      cacheOptions(f.sync),
+		NewClient:                  newClient,
 		Metrics:                    metricsserver.Options{BindAddress: f.metricsAddr, ExtraHandlers: profiles(f.pprof)},
 		HealthProbeBindAddress:     f.healthAddr,
 		LeaderElection:             f.leaderElection,
@@ -169,6 +173,11 @@ func run(f flags) error {
 		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 			return err
 		}
+	}
+
+	clientset, err := kubernetes.NewForConfig(ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate))
+	if err != nil {
+		return fmt.Errorf("cannot create the Kubernetes clientset: %w", err)
 	}
 
 	mrMetrics := managed.NewMRMetricRecorder()
@@ -190,7 +199,7 @@ func run(f flags) error {
 			},
 		},
 		Servers: &generic.Servers{
-			Kube:       mgr.GetClient(),
+			Kube:       &generic.WatchedSecrets{Clientset: clientset, Fallback: mgr.GetClient(), Direct: mgr.GetAPIReader()},
 			Reader:     mgr.GetAPIReader(),
 			Clients:    terdut.NewCache(),
 			TeamKeys:   &generic.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace},
@@ -234,17 +243,35 @@ func run(f flags) error {
 
 // cacheOptions keep what the controllers read and no more: no object's
 // managedFields (nothing here reads them; updates without them leave the
-// server's as they are), and no CRD's schemas (the safe-start gate reads only
+// server's as they are), no CRD's schemas (the safe-start gate reads only
 // names, versions and conditions) - in a cluster of many providers those are
-// most of the cache.
+// most of the cache - and only the Secrets the provider writes (newClient
+// reads any other past the cache; provider configs' Secrets are watched one
+// by one: generic.WatchedSecrets).
+
 func cacheOptions(sync time.Duration) cache.Options {
 	return cache.Options{
 		SyncPeriod:       &sync,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
+			&corev1.Secret{}: generic.OwnSecrets(),
 		},
 	}
+}
+
+// newClient is controller-runtime's client, but a Secret its cache does not
+// hold is read from the API server, never taken as absent.
+func newClient(cfg *rest.Config, o client.Options) (client.Client, error) {
+	cached, err := client.New(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	direct, err := client.New(cfg, client.Options{HTTPClient: o.HTTPClient, Scheme: o.Scheme, Mapper: o.Mapper})
+	if err != nil {
+		return nil, err
+	}
+	return generic.SecretsPastTheCache(cached, direct), nil
 }
 
 // profiles are Go's pprof handlers, if on.

@@ -22,6 +22,9 @@ import (
 
 // Labels and keys of the team-key Secrets in the provider's namespace.
 const (
+	// LabelManagedBy: ManagedBy marks every Secret the provider writes
+	// (team keys, checkpoints, connection Secrets): the only Secrets its
+	// cache holds and watches (see OwnSecret).
 	LabelManagedBy      = "app.kubernetes.io/managed-by"
 	ManagedBy           = "provider-terdut"
 	LabelTeamID         = "terdut.ryuvia.com/team-id"

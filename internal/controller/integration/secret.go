@@ -101,12 +101,14 @@ func (e *external) writeSecret(ctx context.Context, cr *v1alpha1.Integration, an
 		return err
 	}
 	if cur == nil {
+		generic.OwnSecret(want)
 		return e.kube.Create(ctx, want)
 	}
 	if err := resource.ConnectionSecretMustBeControllableBy(cr.GetUID())(ctx, cur, want); err != nil {
 		return err
 	}
 	want.ResourceVersion, want.Labels = cur.ResourceVersion, cur.Labels
+	generic.OwnSecret(want)
 	return e.kube.Update(ctx, want)
 }
 

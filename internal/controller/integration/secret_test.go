@@ -206,3 +206,61 @@ func TestRecreatedAfterGoneSaysSo(t *testing.T) {
 		t.Errorf("Secret names integration %q (want %s) with key changed %v", sec.Annotations[AnnotationIntegrationID], newID, !bytes.Equal(sec.Data[SecretKeyKey], s.secret.Data[SecretKeyKey]))
 	}
 }
+
+// ownSecretsOnly is what the provider's cache holds of the API server k:
+// only the Secrets it marked as its own (generic.OwnSecrets).
+func ownSecretsOnly(k client.Client) client.Client {
+	return interceptor.NewClient(k.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if _, secret := obj.(*corev1.Secret); secret && obj.GetLabels()[generic.LabelManagedBy] != generic.ManagedBy {
+				return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+			}
+			return nil
+		},
+	})
+}
+
+// TestASecretOutsideTheCacheIsNotAbsent: the provider caches only the
+// Secrets it marked. An integration's connection Secret without the mark
+// (written by an earlier version, or relabelled by someone) is still there:
+// Observe must not report its key lost, and Create writes the Secret marked.
+func TestASecretOutsideTheCacheIsNotAbsent(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	api := kube(t)
+	cr := integ(teamID)
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: api, record: rec, adopter: generic.Adopter{Record: rec}}
+	if _, err := e.Create(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	s := getSecret(t, api)
+	if s.Labels[generic.LabelManagedBy] != generic.ManagedBy {
+		t.Errorf("Create wrote the connection Secret with labels %v, want %s=%s (else the provider's cache never holds it)", s.Labels, generic.LabelManagedBy, generic.ManagedBy)
+	}
+	delete(s.Labels, generic.LabelManagedBy)
+	if err := api.Update(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	keys := len(f.Server.Issued())
+
+	e = &external{api: f.Client, kube: generic.SecretsPastTheCache(ownSecretsOnly(api), api), reader: api, record: rec, adopter: generic.Adopter{Record: rec}}
+	o, err := e.Observe(t.Context(), cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cr.GetCondition(xpv2.TypeReady); c.Reason == ReasonWebhookSecretLost || !o.ResourceExists || len(o.ConnectionDetails) == 0 {
+		t.Errorf("an unmarked Secret outside the cache: exists %t, %d connection details, Ready %s %q; want the integration and its key found", o.ResourceExists, len(o.ConnectionDetails), c.Reason, c.Message)
+	}
+	for _, ev := range rec.Events {
+		if ev.Type == "Warning" {
+			t.Errorf("Warning %s: %s", ev.Reason, ev.Message)
+		}
+	}
+	if n := len(f.Server.Issued()); n != keys {
+		t.Errorf("%d keys issued after Observe, want %d: a key rotated for a Secret that was there", n, keys)
+	}
+}

@@ -153,12 +153,14 @@ func (e *external) writeSecret(ctx context.Context, cr *v1alpha1.ServiceAccount,
 		return err
 	}
 	if cur == nil {
+		generic.OwnSecret(want)
 		return errors.Wrapf(e.kube.Create(ctx, want), errSecret, want.Name)
 	}
 	if ref := metav1.GetControllerOf(cur); ref != nil && ref.UID != cr.GetUID() {
 		return errors.Errorf(errSecret+": it is controlled by another object", want.Name)
 	}
 	cur.Annotations, cur.Data, cur.OwnerReferences, cur.Type = want.Annotations, want.Data, want.OwnerReferences, want.Type
+	generic.OwnSecret(cur)
 	return errors.Wrapf(e.kube.Update(ctx, cur), errSecret, want.Name)
 }
 
