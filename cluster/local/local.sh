@@ -11,6 +11,12 @@
 #                     with mTLS, registered with Crossplane core as the
 #                     Function ryuvia-function-terdut, and install the
 #                     Configuration's XRDs and Compositions; needs `up`
+#   local.sh rbac     start Crossplane's RBAC manager (`crossplane rbac start`):
+#                     it gives each installed provider revision its
+#                     ClusterRoles and binds them to the revision's
+#                     ServiceAccount; needs `up`. NOTE: it serves metrics on
+#                     :8080 (no flag moves it), so one stack per machine
+#                     runs it
 #   local.sh path X   print the cached binary X (crank, crossplane, ...)
 #
 # Environment:
@@ -351,6 +357,17 @@ cmd_up() {
   step "control plane up: export KUBECONFIG=$RUN/kubeconfig"
 }
 
+# cmd_rbac starts Crossplane's RBAC manager, as a Crossplane install does
+# (its own Deployment there).
+cmd_rbac() {
+  start rbac-manager env KUBECONFIG="$RUN/kubeconfig" "$CROSSPLANE" rbac start --poll-interval=10s
+  # NOTE: it says nothing when it is up (without --debug); what it does is
+  # seen in the ClusterRoles it makes. It exits at once if it cannot start
+  # (:8080 taken).
+  sleep 2
+  running rbac-manager || { cat "$RUN/rbac-manager.log" >&2; echo "the RBAC manager exited" >&2; return 1; }
+}
+
 # cmd_function runs cmd/function as Crossplane core's composition function.
 # Core dials functions only with mTLS, at the endpoint of an Active
 # FunctionRevision: the function gets a server certificate from core's own
@@ -434,9 +451,9 @@ cmd_down() {
   for f in "$RUN"/*.pid; do
     [[ -e $f ]] || continue
     n=$(basename "$f" .pid)
-    case $n in etcd | kube-apiserver | kube-controller-manager | crossplane | dev-session) ;; *) stop "$n" ;; esac
+    case $n in etcd | kube-apiserver | kube-controller-manager | crossplane | rbac-manager | dev-session) ;; *) stop "$n" ;; esac
   done
-  for n in crossplane kube-controller-manager kube-apiserver etcd; do
+  for n in rbac-manager crossplane kube-controller-manager kube-apiserver etcd; do
     stop "$n"
   done
 }
@@ -458,6 +475,7 @@ build) cmd_build ;;
 up) cmd_up ;;
 down) cmd_down ;;
 function) cmd_function ;;
+rbac) cmd_rbac ;;
 status) cmd_status ;;
 env) echo "export KUBECONFIG=$RUN/kubeconfig" ;;
 path)
@@ -473,7 +491,7 @@ path)
   esac
   ;;
 *)
-  echo "usage: $0 build|up|down|function|status|env|path" >&2
+  echo "usage: $0 build|up|down|function|rbac|status|env|path" >&2
   exit 2
   ;;
 esac

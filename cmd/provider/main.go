@@ -51,6 +51,8 @@ import (
 type flags struct {
 	debug              bool
 	leaderElection     bool
+	leaseDuration      time.Duration
+	renewDeadline      time.Duration
 	sync               time.Duration
 	poll               time.Duration
 	minPoll            time.Duration
@@ -77,6 +79,8 @@ func parse(args []string) (flags, error) {
 	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
 	fs.BoolVar(&f.debug, "debug", false, "Log at debug level (also controller-runtime's own logs).")
 	fs.BoolVar(&f.leaderElection, "leader-election", os.Getenv("LEADER_ELECTION") == "true", "Use leader election (run more than one replica).")
+	fs.DurationVar(&f.leaseDuration, "leader-election-lease-duration", 60*time.Second, "How long a standby waits before it takes over from a leader that stopped renewing (a killed one); a leader that stops cleanly hands over at once.")
+	fs.DurationVar(&f.renewDeadline, "leader-election-renew-deadline", 50*time.Second, "How long the leader keeps trying to renew before it gives up leading (and exits).")
 	fs.DurationVar(&f.sync, "sync", time.Hour, "How often every resource is re-listed from the API server.")
 	fs.DurationVar(&f.poll, "poll", time.Minute, "How often each managed resource is checked against terdut-server for drift.")
 	fs.DurationVar(&f.minPoll, "min-poll-interval", 10*time.Second, "The shortest poll an MR's crossplane.io/poll-interval annotation may ask for: shorter asks are clamped to it, so no tenant's annotation makes the provider hammer a server.")
@@ -104,6 +108,9 @@ func parse(args []string) (flags, error) {
 	}
 	if f.absenceWait > 0 && f.maxBackoff*2 > f.absenceWait {
 		return f, fmt.Errorf("--absence-confirmation (%s) must be at least twice --max-backoff (%s): an absence is confirmed by misses at most half of it apart", f.absenceWait, f.maxBackoff)
+	}
+	if f.renewDeadline >= f.leaseDuration {
+		return f, fmt.Errorf("--leader-election-renew-deadline (%s) must be shorter than --leader-election-lease-duration (%s)", f.renewDeadline, f.leaseDuration)
 	}
 	if f.minPoll > f.poll {
 		return f, fmt.Errorf("--min-poll-interval (%s) must not be longer than --poll (%s)", f.minPoll, f.poll)
@@ -160,8 +167,13 @@ func run(f flags) error {
 		LeaderElection:             f.leaderElection,
 		LeaderElectionID:           "crossplane-leader-election-provider-terdut",
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
-		LeaseDuration:              new(60 * time.Second),
-		RenewDeadline:              new(50 * time.Second),
+		LeaderElectionNamespace:    f.namespace,
+		// NOTE: a leader that stops cleanly (SIGTERM: a rollout, a drain)
+		// gives the lease up at once, as Crossplane core does; only a
+		// killed one makes the standby wait out the lease.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &f.leaseDuration,
+		RenewDeadline:                 &f.renewDeadline,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot create the controller manager: %w", err)

@@ -115,7 +115,7 @@ func TestTheWholeRateIsKept(t *testing.T) {
 	const rate = 50
 	c := &clock{t: time.Unix(0, 0)}
 	s := New(rate, Options{Burst: 5, Now: c.now})
-	var reqs []request
+	reqs := make([]request, 0, 7*170)
 	for i := range 7 {
 		reqs = append(reqs, burst(fmt.Sprintf("ns%d", i), 170, 0)...)
 	}
@@ -136,7 +136,7 @@ func TestNewcomersExceedTheRateByOneHorizonAtMost(t *testing.T) {
 	const rate = 50
 	c := &clock{t: time.Unix(0, 0)}
 	s := New(rate, Options{Burst: 5, Horizon: time.Second, Now: c.now})
-	var reqs []request
+	reqs := make([]request, 0, 40*30)
 	for i := range 40 {
 		reqs = append(reqs, burst(fmt.Sprintf("ns%d", i%7), 30, time.Duration(i)*150*time.Millisecond)...)
 	}

@@ -40,7 +40,7 @@ func TestNoKeyLeaked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	log, _ := os.ReadFile(env.providerLog)
+	log := providerLogs(t)
 	fnLog, _ := os.ReadFile(filepath.Join(env.run, "function.log"))
 	statuses, _ := kubectlOut(nil, "get", "managed", "-A", "-o", "json")
 	composites, _ := kubectlOut(nil, "get", "composite,claim", "-A", "-o", "json")

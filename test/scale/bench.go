@@ -54,24 +54,33 @@ type result struct {
 	DeleteSeconds float64 `json:"deleteSeconds"`
 
 	Storm *storm `json:"storm,omitempty"`
+
+	// ForeignSecrets is how many unrelated Secrets (40 KB each) another
+	// namespace held during the run.
+	ForeignSecrets int `json:"foreignSecrets,omitempty"`
 }
 
 type bench struct {
 	stack *stack.Stack
 	poll  time.Duration
+	// kube creates the MRs: faster than the stack's client, so that at
+	// N=5,000 the writer, not the provider, is not the time to Ready.
+	kube client.Client
+	// rate is the provider's --max-reconcile-rate.
+	rate int
 }
 
 func (b *bench) logf(format string, args ...any) { b.stack.Stepf(format, args...) }
 
 // run measures one shape: restart the provider (so its peak RSS and CPU
 // are this run's), create, wait, rest, (storm), delete.
-func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm bool, stormRPS int) (result, error) {
-	r := result{Shape: sh, MRs: sh.MRs(), Naive: naive}
+func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm bool, stormRPS, foreign int) (result, error) {
+	r := result{Shape: sh, MRs: sh.MRs(), Naive: naive, ForeignSecrets: foreign}
 	mode := "shared"
 	if naive {
 		mode = "naive"
 	}
-	b.logf("run %s (%s, %d MRs, %s)", ns, sh.Name, r.MRs, mode)
+	b.logf("run %s (%s, %d MRs, %s, %d foreign Secrets)", ns, sh.Name, r.MRs, mode, foreign)
 	b.stack.StopProvider()
 	var extra []string
 	if naive {
@@ -170,6 +179,35 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm b
 	return r, nil
 }
 
+// foreignNamespace holds Secrets the provider has nothing to do with.
+const foreignNamespace = "foreign-secrets"
+
+// foreignSecrets fills foreignNamespace with n Secrets of 40 KB, the shape
+// of Helm's release Secrets: a cluster full of other people's objects.
+func (b *bench) foreignSecrets(ctx context.Context, n int) error {
+	if err := client.IgnoreAlreadyExists(b.stack.Kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: foreignNamespace}})); err != nil {
+		return err
+	}
+	b.logf("%d foreign Secrets of 40 KB in namespace %s", n, foreignNamespace)
+	blob := make([]byte, 40<<10)
+	for i := range blob {
+		blob[i] = byte('a' + i%26)
+	}
+	objs := make([]client.Object, n)
+	for i := range objs {
+		objs[i] = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: foreignNamespace, Name: fmt.Sprintf("sh.helm.release.v1.app-%d.v1", i), Labels: map[string]string{"owner": "helm"}},
+			Type:       "helm.sh/release.v1", Data: map[string][]byte{"release": blob},
+		}
+	}
+	return b.createAll(ctx, objs)
+}
+
+// withoutForeignSecrets deletes foreignNamespace.
+func (b *bench) withoutForeignSecrets(ctx context.Context) error {
+	return b.stack.Kube.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: foreignNamespace}})
+}
+
 // namespace makes a namespace the ClusterProviderConfig admits.
 func (b *bench) namespace(ctx context.Context, ns string) error {
 	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"terdut.ryuvia.com/allowed-server": "default"}}}
@@ -208,14 +246,18 @@ func objects(ns string, sh shape) []client.Object {
 // create makes the shape's MRs with eight writers, as a GitOps tool syncing
 // a repository would.
 func (b *bench) create(ctx context.Context, ns string, sh shape) error {
-	objs := objects(ns, sh)
+	return b.createAll(ctx, objects(ns, sh))
+}
+
+// createAll creates objs with eight writers.
+func (b *bench) createAll(ctx context.Context, objs []client.Object) error {
 	work := make(chan client.Object)
 	errs := make(chan error, len(objs))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for o := range work {
-				errs <- b.stack.Kube.Create(ctx, o)
+				errs <- b.kube.Create(ctx, o)
 			}
 		})
 	}

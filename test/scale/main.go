@@ -17,10 +17,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"git.ryuvia.com/niklas/provider-terdut/cluster/local/stack"
 )
@@ -43,6 +46,8 @@ type step struct {
 	naive bool
 	// storm adds a 429 storm at rest.
 	storm bool
+	// foreign is how many unrelated Secrets another namespace holds.
+	foreign int
 }
 
 // Floor is the fewest GETs per MR per poll that see every MR's drift within a
@@ -72,6 +77,49 @@ func (s shape) MRs() int {
 	return s.Teams * per
 }
 
+// parseSizes reads -n.
+func parseSizes(ns string) ([]int, error) {
+	var sizes []int
+	for f := range strings.SplitSeq(ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 4 {
+			return nil, fmt.Errorf("-n %q: want sizes of at least 4", ns)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// planFor is the benchmark's runs: the mixed shape at each size, the
+// compared size also naive and beside foreign Secrets, and the wide shape.
+func planFor(sizes []int, compareN, stormRPS int, naive bool, foreign, wideTeams, wideSwitches int) []step {
+	largest := sizes[len(sizes)-1]
+	if slices.Contains(sizes, compareN) {
+		largest = compareN
+	}
+	mixed := func(n int) shape {
+		return shape{Name: fmt.Sprintf("mixed N=%d", n/4*4), Teams: n / 4, Policy: true, Switches: 1, Integrations: 1}
+	}
+	var plan []step
+	for _, n := range sizes {
+		plan = append(plan, step{shape: mixed(n), storm: n == largest && stormRPS > 0})
+	}
+	if naive {
+		plan = append(plan, step{shape: mixed(largest), naive: true})
+	}
+	if foreign > 0 {
+		plan = append(plan, step{shape: mixed(largest), foreign: foreign})
+	}
+	if wideTeams > 0 {
+		wide := shape{Name: fmt.Sprintf("%d teams x %d switches", wideTeams, wideSwitches), Teams: wideTeams, Switches: wideSwitches}
+		plan = append(plan, step{shape: wide})
+		if naive {
+			plan = append(plan, step{shape: wide, naive: true})
+		}
+	}
+	return plan
+}
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
@@ -80,7 +128,11 @@ func main() {
 }
 
 func run() error {
-	ns := flag.String("n", "100,300,1000", "The N of the mixed shape (teams of a Team, an EscalationPolicy, a DeadmanSwitch and an Integration); the largest is also run --naive.")
+	ns := flag.String("n", "100,300,1000,5000", "The N of the mixed shape (teams of a Team, an EscalationPolicy, a DeadmanSwitch and an Integration); -compare-n is also run --naive, with a 429 storm and with foreign Secrets.")
+	compareN := flag.Int("compare-n", 1000, "The N run --naive, with the storm and with -foreign Secrets beside it (the largest N if it is not among -n).")
+	foreign := flag.Int("foreign", 2000, "Unrelated 40 KB Secrets in another namespace, for a second run of -compare-n (0 skips it).")
+	noisyA := flag.Int("noisy-a", 2000, "MRs of namespace A in the noisy-neighbour run (0 skips it); 20 more of A are annotated to poll every 100ms, and namespace B has 20.")
+	noisyUnfair := flag.Bool("noisy-unfair", true, "Also run the noisy neighbour --first-come-first-served, for the side-by-side.")
 	wideTeams := flag.Int("wide-teams", 10, "Teams of the second shape, each with -wide-switches switches (0 skips it).")
 	wideSwitches := flag.Int("wide-switches", 50, "Switches per team of the second shape.")
 	poll := flag.Duration("poll", 30*time.Second, "The provider's --poll.")
@@ -101,7 +153,7 @@ func run() error {
 	base := append([]string{"--poll=" + poll.String()}, strings.Fields(*providerArgs)...)
 	env := strings.Fields(*providerEnv)
 	s, err := stack.Up(ctx, stack.Options{
-		Root: root, Name: "bench", PortOffset: 200, ProviderArgs: base,
+		Root: root, Name: "bench", PortOffset: 200, ProviderArgs: base, Admin: true,
 		ProviderEnv: env,
 		DoubleArgs:  []string{"-latency=" + latency.String()}, Out: os.Stderr,
 	})
@@ -109,45 +161,53 @@ func run() error {
 		return err
 	}
 	defer s.Down(context.Background())
-	b := &bench{stack: s, poll: *poll}
+	fast := rest.CopyConfig(s.Config)
+	fast.QPS, fast.Burst = 300, 600
+	kube, err := stack.NewClient(fast)
+	if err != nil {
+		return err
+	}
+	b := &bench{stack: s, poll: *poll, kube: kube, rate: 100}
+	for _, a := range base {
+		if v, ok := strings.CutPrefix(a, "--max-reconcile-rate="); ok {
+			if b.rate, err = strconv.Atoi(v); err != nil {
+				return fmt.Errorf("--max-reconcile-rate=%s: %w", v, err)
+			}
+		}
+	}
 
+	sizes, err := parseSizes(*ns)
+	if err != nil {
+		return err
+	}
+	plan := planFor(sizes, *compareN, *stormRPS, *naive, *foreign, *wideTeams, *wideSwitches)
 	var results []result
-	var sizes []int
-	for f := range strings.SplitSeq(*ns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 4 {
-			return fmt.Errorf("-n %q: want sizes of at least 4", *ns)
-		}
-		sizes = append(sizes, n)
-	}
-	largest := sizes[len(sizes)-1]
-	mixed := func(n int) shape {
-		return shape{Name: fmt.Sprintf("mixed N=%d", n/4*4), Teams: n / 4, Policy: true, Switches: 1, Integrations: 1}
-	}
-	var plan []step
-	for _, n := range sizes {
-		plan = append(plan, step{shape: mixed(n), storm: n == largest && *stormRPS > 0})
-	}
-	if *naive {
-		plan = append(plan, step{shape: mixed(largest), naive: true})
-	}
-	if *wideTeams > 0 {
-		wide := shape{Name: fmt.Sprintf("%d teams x %d switches", *wideTeams, *wideSwitches), Teams: *wideTeams, Switches: *wideSwitches}
-		plan = append(plan, step{shape: wide})
-		if *naive {
-			plan = append(plan, step{shape: wide, naive: true})
-		}
-	}
 	for i, p := range plan {
-		r, err := b.run(ctx, fmt.Sprintf("bench-%d", i), p.shape, p.naive, p.storm, *stormRPS)
+		if p.foreign > 0 {
+			if err := b.foreignSecrets(ctx, p.foreign); err != nil {
+				return err
+			}
+		}
+		r, err := b.run(ctx, fmt.Sprintf("bench-%d", i), p.shape, p.naive, p.storm, *stormRPS, p.foreign)
 		if err != nil {
 			return err
+		}
+		if p.foreign > 0 {
+			if err := b.withoutForeignSecrets(ctx); err != nil {
+				return err
+			}
 		}
 		printRow(os.Stderr, r)
 		results = append(results, r)
 	}
+	noisies, err := b.noisies(ctx, *noisyA, *noisyUnfair)
+	if err != nil {
+		return err
+	}
 	// The environment first, as a shell line would show it.
 	report := newReport(results, *poll, *latency, append(env, base...))
+	report.Noisy = noisies
+	report.addNoisyTargets()
 	if err := os.MkdirAll(*out, 0o750); err != nil {
 		return err
 	}

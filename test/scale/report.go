@@ -18,6 +18,7 @@ type report struct {
 	Results       []result `json:"results"`
 	Ratios        []ratio  `json:"naiveOverShared"`
 	Targets       []target `json:"targets"`
+	Noisy         []noisy  `json:"noisyNeighbour,omitempty"`
 }
 
 // ratio compares a naive run with the shared one of the same shape.
@@ -44,7 +45,7 @@ func newReport(results []result, poll, latency time.Duration, flags []string) re
 			continue
 		}
 		for _, s := range results {
-			if s.Naive || s.Shape != n.Shape {
+			if s.Naive || s.Shape != n.Shape || s.ForeignSecrets > 0 {
 				continue
 			}
 			r.Ratios = append(r.Ratios, ratio{
@@ -60,7 +61,25 @@ func newReport(results []result, poll, latency time.Duration, flags []string) re
 		r.Targets = append(r.Targets,
 			target{What: s.Shape.Name + ": every MR checked each poll at rest", Want: ">= 0.95", Measured: fmt.Sprintf("%.2f checks per MR per poll", s.ChecksPerMRPerPoll), Met: s.ChecksPerMRPerPoll >= 0.95},
 			target{What: s.Shape.Name + ": GETs per MR per poll at rest", Want: "<= 0.3", Measured: fmt.Sprintf("%.3f (the API's floor for this shape: %.3f)", s.GETsPerMRPerPoll, s.Shape.Floor()), Met: s.GETsPerMRPerPoll <= 0.3})
-		if s.MRs >= 1000 {
+		switch {
+		case s.ForeignSecrets > 0:
+			for _, w := range results {
+				if w.Naive || w.ForeignSecrets > 0 || w.Shape != s.Shape {
+					continue
+				}
+				r.Targets = append(r.Targets, target{
+					What: fmt.Sprintf("%s: peak RSS with %d foreign Secrets", s.Shape.Name, s.ForeignSecrets), Want: "<= +10%",
+					Measured: fmt.Sprintf("%.1f MiB vs %.1f MiB without (%+.1f%%)", s.ProviderPeakRSSMiB, w.ProviderPeakRSSMiB, 100*(s.ProviderPeakRSSMiB/w.ProviderPeakRSSMiB-1)),
+					Met:      s.ProviderPeakRSSMiB <= 1.1*w.ProviderPeakRSSMiB,
+				})
+			}
+			continue
+		case s.MRs >= 5000:
+			r.Targets = append(r.Targets,
+				target{What: s.Shape.Name + ": all Ready", Want: "<= 150 s", Measured: fmt.Sprintf("%.1f s", s.ReadySeconds), Met: s.ReadySeconds <= 150},
+				target{What: s.Shape.Name + ": all deleted", Want: "<= 150 s", Measured: fmt.Sprintf("%.1f s", s.DeleteSeconds), Met: s.DeleteSeconds <= 150},
+				target{What: s.Shape.Name + ": provider peak RSS", Want: "<= 160 MiB", Measured: fmt.Sprintf("%.1f MiB", s.ProviderPeakRSSMiB), Met: s.ProviderPeakRSSMiB <= 160})
+		case s.MRs >= 1000:
 			r.Targets = append(r.Targets,
 				target{What: s.Shape.Name + ": all Ready", Want: "<= 60 s", Measured: fmt.Sprintf("%.1f s", s.ReadySeconds), Met: s.ReadySeconds <= 60},
 				target{What: s.Shape.Name + ": all deleted", Want: "<= 60 s", Measured: fmt.Sprintf("%.1f s", s.DeleteSeconds), Met: s.DeleteSeconds <= 60},
@@ -71,6 +90,18 @@ func newReport(results []result, poll, latency time.Duration, flags []string) re
 		}
 	}
 	return r
+}
+
+// addNoisyTargets adds the noisy neighbour's targets.
+func (r *report) addNoisyTargets() {
+	for _, n := range r.Noisy {
+		if n.FirstComeFirstServed {
+			continue
+		}
+		r.Targets = append(r.Targets,
+			target{What: "noisy neighbour: B's p95 to Ready beside A / alone", Want: "<= 2x", Measured: fmt.Sprintf("%.0f s / %.0f s = x%.2f", n.BP95, n.BAloneP95, n.Ratio), Met: n.Ratio <= 2},
+			target{What: "noisy neighbour: requests/s to the server at rest", Want: fmt.Sprintf("<= %d (budget)", n.Budget), Measured: fmt.Sprintf("%.1f mean, %d at most in any second of the run", n.RestPerSecond, n.MaxPerSecond), Met: n.RestPerSecond <= float64(n.Budget)})
+	}
 }
 
 func div(a, b float64) float64 {
@@ -87,7 +118,7 @@ func mode(naive bool) string {
 	return "shared"
 }
 
-const rowFormat = "%-28s %5s %-6s %7s %15s %6s %7s %8s %10s %9s %7s %7s\n"
+const rowFormat = "%-44s %5s %-6s %7s %15s %6s %7s %8s %10s %9s %7s %7s\n"
 
 func printHeader(w io.Writer) {
 	_, _ = fmt.Fprintf(w, rowFormat, "shape", "MRs", "mode", "ready s", "p50/p95/max s", "rec/s", "checks", "GET/MR", "bytes/MR", "peak RSS", "CPU s", "del s")
@@ -95,7 +126,11 @@ func printHeader(w io.Writer) {
 }
 
 func printRow(w io.Writer, r result) {
-	_, _ = fmt.Fprintf(w, rowFormat, r.Shape.Name, fmt.Sprint(r.MRs), mode(r.Naive), fmt.Sprintf("%.1f", r.ReadySeconds),
+	name := r.Shape.Name
+	if r.ForeignSecrets > 0 {
+		name += fmt.Sprintf(" +%d foreign Secrets", r.ForeignSecrets)
+	}
+	_, _ = fmt.Fprintf(w, rowFormat, name, fmt.Sprint(r.MRs), mode(r.Naive), fmt.Sprintf("%.1f", r.ReadySeconds),
 		fmt.Sprintf("%.0f/%.0f/%.0f", r.P50, r.P95, r.Max), fmt.Sprintf("%.1f", r.ReconcilesPerSecond), fmt.Sprintf("%.2f", r.ChecksPerMRPerPoll),
 		fmt.Sprintf("%.3f", r.GETsPerMRPerPoll), fmt.Sprintf("%.0f", r.BytesPerMRPerPoll),
 		fmt.Sprintf("%.1f", r.ProviderPeakRSSMiB), fmt.Sprintf("%.1f", r.ProviderCPUSeconds), fmt.Sprintf("%.1f", r.DeleteSeconds))
@@ -121,6 +156,12 @@ func printReport(w io.Writer, r report) {
 	for _, x := range r.Ratios {
 		_, _ = fmt.Fprintf(w, "  %s: GETs per MR per poll x%.2f, bytes per MR per poll x%.2f, time to Ready x%.2f, CPU x%.2f\n", x.Shape, x.GETs, x.Bytes, x.ReadySeconds, x.CPUSeconds)
 	}
+	if len(r.Noisy) > 0 {
+		_, _ = fmt.Fprintln(w, "\nnoisy neighbour (namespace A creates, then B):")
+		for _, n := range r.Noisy {
+			_, _ = fmt.Fprintf(w, "  %s\n", n.describe())
+		}
+	}
 	_, _ = fmt.Fprintln(w, "\ntargets:")
 	for _, t := range r.Targets {
 		met := "met"
@@ -136,7 +177,7 @@ func printReport(w io.Writer, r report) {
 func plot(results []result) string {
 	var pts []result
 	for _, r := range results {
-		if !r.Naive && r.Shape.Policy {
+		if !r.Naive && r.Shape.Policy && r.ForeignSecrets == 0 {
 			pts = append(pts, r)
 		}
 	}

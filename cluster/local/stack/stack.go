@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,11 @@ type Options struct {
 	// Bare brings up the control plane and the double only: no CRDs, no
 	// provider config, no provider (a package manager installs those).
 	Bare bool
+	// Admin runs the provider with the admin's kubeconfig and its CRDs
+	// applied from package/provider/crds (benchmarks). Otherwise it is
+	// installed through the package manager and runs as its revision's
+	// ServiceAccount (Install).
+	Admin bool
 }
 
 // Stack is a running stack. Everything it started is stopped by PID, by
@@ -67,10 +73,17 @@ type Stack struct {
 	Kubeconfig string
 	// Kube is a client of the cluster (core, apps and the provider's kinds).
 	Kube client.Client
+	// Config is the admin's REST config of the cluster.
+	Config *rest.Config
 	// Double is the double the ClusterProviderConfig "default" points at.
 	Double *Double
 	// Provider is the running provider; nil while it is stopped.
 	Provider *Process
+	// ProviderKubeconfig is the provider's kubeconfig when it runs as its
+	// revision's ServiceAccount; empty: the admin's.
+	ProviderKubeconfig string
+	// Identity is what the provider runs as, once installed.
+	Identity Identity
 }
 
 // CacheDir is the folder the control plane's binaries and run directories
@@ -118,7 +131,11 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 	if o.Bare {
 		return s, nil
 	}
-	if err := s.InstallCRDs(ctx); err != nil {
+	install := s.Install
+	if o.Admin {
+		install = s.InstallCRDs
+	}
+	if err := install(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.ApplyProviderConfig(ctx, d); err != nil {
@@ -171,6 +188,11 @@ func Attach(o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.Double = d
+	if kc := filepath.Join(s.Run, "provider.kubeconfig"); !o.Admin {
+		if _, err := os.Stat(kc); err == nil {
+			s.ProviderKubeconfig = kc
+		}
+	}
 	return s, nil
 }
 
@@ -179,6 +201,7 @@ func (s *Stack) connect() error {
 	if err != nil {
 		return err
 	}
+	s.Config = cfg
 	s.Kube, err = NewClient(cfg)
 	return err
 }
@@ -260,12 +283,35 @@ func (s *Stack) StartProvider(_ context.Context, extra ...string) error {
 		"--metrics-bind-address=" + s.ProviderMetricsAddr(),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(18091+s.PortOffset),
 	}, s.ProviderArgs...)
-	p, err := s.start(s.ProviderEnv, "provider", s.Bin("provider"), append(args, extra...)...)
+	env := s.ProviderEnv
+	if s.ProviderKubeconfig != "" {
+		env = append(slices.Clone(env), "KUBECONFIG="+s.ProviderKubeconfig)
+	}
+	p, err := s.start(env, "provider", s.Bin("provider"), append(args, extra...)...)
 	if err != nil {
 		return err
 	}
 	s.Provider = p
 	return nil
+}
+
+// StartReplica starts another provider process, named name (its log and
+// PID file), serving metrics and health on its own ports (replica n > 0).
+func (s *Stack) StartReplica(_ context.Context, name string, n int, extra ...string) (*Process, error) {
+	args := append([]string{
+		"--metrics-bind-address=" + s.ReplicaMetricsAddr(n),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(18091+2*n+s.PortOffset),
+	}, s.ProviderArgs...)
+	env := s.ProviderEnv
+	if s.ProviderKubeconfig != "" {
+		env = append(slices.Clone(env), "KUBECONFIG="+s.ProviderKubeconfig)
+	}
+	return s.start(env, name, s.Bin("provider"), append(args, extra...)...)
+}
+
+// ReplicaMetricsAddr is where replica n serves its metrics.
+func (s *Stack) ReplicaMetricsAddr(n int) string {
+	return "127.0.0.1:" + strconv.Itoa(18090+2*n+s.PortOffset)
 }
 
 // KillProvider kills the provider with SIGKILL, as a crash would.

@@ -49,6 +49,7 @@ func newLimiter() *limiter {
 // A limit is a Share and the rate it was last set to.
 type limit struct {
 	*fair.Share
+
 	limit rate.Limit
 }
 

@@ -221,7 +221,7 @@ func TestAServersRateIsSharedBetweenNamespaces(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("RateLimit-Policy", "100;w=1")
+		w.Header().Set("Ratelimit-Policy", "100;w=1")
 		mu.Lock()
 		order = append(order, r.Header.Get("Authorization"))
 		mu.Unlock()

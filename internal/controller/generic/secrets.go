@@ -46,6 +46,7 @@ func SecretsPastTheCache(cached client.Client, direct client.Reader) client.Clie
 
 type pastTheCache struct {
 	client.Client
+
 	direct client.Reader
 }
 
