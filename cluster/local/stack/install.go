@@ -82,18 +82,20 @@ func (s *Stack) Install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.crdsEstablished(ctx); err != nil {
-		return err
-	}
-	id, err := s.runAs(ctx, rev, uid)
-	if err != nil {
-		return err
-	}
+	// NOTE: the revision installs its CRDs only once its runtime has given
+	// it a TLS Secret.
 	certs := filepath.Join(s.Run, "package-tls")
 	if err := s.FunctionCerts(ctx, certs); err != nil {
 		return err
 	}
 	if err := s.RevisionHealthy(ctx, "providerrevisions", rev, certs, ""); err != nil {
+		return err
+	}
+	if err := s.crdsEstablished(ctx); err != nil {
+		return err
+	}
+	id, err := s.runAs(ctx, rev, uid)
+	if err != nil {
 		return err
 	}
 	s.Identity = id
