@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -112,9 +113,9 @@ func parse(args []string) (flags, error) {
 	if f.renewDeadline >= f.leaseDuration {
 		return f, fmt.Errorf("--leader-election-renew-deadline (%s) must be shorter than --leader-election-lease-duration (%s)", f.renewDeadline, f.leaseDuration)
 	}
-	if f.minPoll > f.poll {
-		return f, fmt.Errorf("--min-poll-interval (%s) must not be longer than --poll (%s)", f.minPoll, f.poll)
-	}
+	// NOTE: the floor is for what tenants ask; a --poll below it is the
+	// operator's own choice, and lowers it.
+	f.minPoll = min(f.minPoll, f.poll)
 	if f.listMaxAge < 0 {
 		f.listMaxAge = f.poll / 2
 	}
@@ -127,6 +128,10 @@ func parse(args []string) (flags, error) {
 func main() {
 	f, err := parse(os.Args[1:])
 	if err != nil {
+		// NOTE: the flag package has printed its own errors already.
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "provider-terdut:", err)
+		}
 		os.Exit(2)
 	}
 	if err := run(f); err != nil {

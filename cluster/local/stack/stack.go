@@ -283,11 +283,7 @@ func (s *Stack) StartProvider(_ context.Context, extra ...string) error {
 		"--metrics-bind-address=" + s.ProviderMetricsAddr(),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(18091+s.PortOffset),
 	}, s.ProviderArgs...)
-	env := s.ProviderEnv
-	if s.ProviderKubeconfig != "" {
-		env = append(slices.Clone(env), "KUBECONFIG="+s.ProviderKubeconfig)
-	}
-	p, err := s.start(env, "provider", s.Bin("provider"), append(args, extra...)...)
+	p, err := s.start(s.providerEnv(), "provider", s.Bin("provider"), append(args, extra...)...)
 	if err != nil {
 		return err
 	}
@@ -302,11 +298,16 @@ func (s *Stack) StartReplica(_ context.Context, name string, n int, extra ...str
 		"--metrics-bind-address=" + s.ReplicaMetricsAddr(n),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(18091+2*n+s.PortOffset),
 	}, s.ProviderArgs...)
-	env := s.ProviderEnv
-	if s.ProviderKubeconfig != "" {
-		env = append(slices.Clone(env), "KUBECONFIG="+s.ProviderKubeconfig)
+	return s.start(s.providerEnv(), name, s.Bin("provider"), append(args, extra...)...)
+}
+
+// providerEnv is the provider's environment: ProviderEnv, and its own
+// kubeconfig if it runs as its revision's ServiceAccount.
+func (s *Stack) providerEnv() []string {
+	if s.ProviderKubeconfig == "" {
+		return s.ProviderEnv
 	}
-	return s.start(env, name, s.Bin("provider"), append(args, extra...)...)
+	return append(slices.Clone(s.ProviderEnv), "KUBECONFIG="+s.ProviderKubeconfig)
 }
 
 // ReplicaMetricsAddr is where replica n serves its metrics.
