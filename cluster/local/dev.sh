@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make dev: the whole thing on one machine. cluster/local/stackctl (the Go
 # package cluster/local/stack, shared with the end-to-end suite) builds and
-# starts the control plane, the terdut-server TEST DOUBLE on loopback, the
-# provider's CRDs, the ClusterProviderConfig and the provider; this script
+# starts the control plane, the terdut-server TEST DOUBLE on loopback,
+# Crossplane's RBAC manager, installs the provider's package through the
+# package manager, applies the ClusterProviderConfig and runs the provider as
+# its revision's ServiceAccount; this script
 # applies the examples, runs the composition function (mTLS) with the
 # Configuration's XRDs and Compositions, claims a TerdutServer (on a second,
 # fresh double) and a TerdutTeam, waits for all of it to be Ready and shows
@@ -21,7 +23,7 @@ up() {
   # NOTE: every session starts from an empty cluster (stack.Up wipes the run
   # directory): the doubles are in memory, so objects kept from an earlier
   # session would point at servers that are gone.
-  step "stack: control plane, terdut-double, CRDs, ClusterProviderConfig, provider (cluster/local/stack)"
+  step "stack: control plane, terdut-double, RBAC manager, the provider's package, ClusterProviderConfig, provider (cluster/local/stack)"
   (cd "$ROOT" && go run ./cluster/local/stackctl up -name dev -offset "$OFF" -- --poll=30s)
   export KUBECONFIG=$RUN/kubeconfig
   local url
@@ -74,7 +76,8 @@ on 127.0.0.1. In another shell:
   curl -s $url/admin/state        # what the double holds
   curl -s $claims_url/admin/state      # what the claims' server (a second double) holds
 
-Logs: $RUN/provider.log, $RUN/terdut-double.log, $RUN/function.log
+The provider runs as its revision's ServiceAccount (kubeconfig $RUN/provider.kubeconfig).
+Logs: $RUN/provider.log, $RUN/terdut-double.log, $RUN/function.log, $RUN/rbac-manager.log
 Press Ctrl-C to stop everything (or run 'make dev-down' elsewhere).
 MSG
   # Ctrl-C here stops everything; `make dev-down` elsewhere stops this

@@ -94,22 +94,23 @@ func TestFailover(t *testing.T) {
 	f := fleet{ns: "failover", teams: 40, pc: "default"}
 	namespace(t, f.ns, nil)
 	posts := counters(t)["POST /api/teams"]
-	apply(t, f.yaml())
 	applied := time.Now()
+	apply(t, f.yaml())
 	if !waitFor(60*time.Second, func() bool { return counters(t)["POST /api/teams"] >= posts+10 }) {
 		t.Fatal("the leader made fewer than 10 teams within 60 s")
 	}
 	first.p.Kill()
 	killed := time.Now()
 	at := killed.Sub(applied)
+	made := counters(t)["POST /api/teams"] - posts
 	next, takeover := leader(t, 90*time.Second, b)
 	_, stuck := waitFleet(t, f, 240*time.Second)
 	readyAfter := time.Since(killed)
 	stuck = append(stuck, createPending(t, f.ns)...)
 	st := state(t)
 	c := count(t, &st, f)
-	fmt.Printf("    killed %s %.1fs into the apply; %s took over after %.1fs (lease 15s); %d MRs Ready %.1fs after the kill; server objects per MR: %s; stuck %d; missing %d; webhook keys refused %d\n",
-		first.name, at.Seconds(), next.name, takeover.Seconds(), f.size(), readyAfter.Seconds(), perMR(c.duplicates), len(stuck), len(c.missing), len(c.refused))
+	fmt.Printf("    killed %s %.1fs into the apply (%d of 40 teams made); %s took over after %.1fs (lease 15s); %d MRs Ready %.1fs after the kill; server objects per MR: %s; stuck %d; missing %d; webhook keys refused %d\n",
+		first.name, at.Seconds(), made, next.name, takeover.Seconds(), f.size(), readyAfter.Seconds(), perMR(c.duplicates), len(stuck), len(c.missing), len(c.refused))
 	for _, l := range [][]string{stuck, c.missing, c.refused} {
 		for _, s := range l {
 			fmt.Printf("      %s\n", s)
