@@ -44,8 +44,8 @@ type Options struct {
 	Burst int
 	// Horizon is how far ahead a slot is booked at most (default 1s).
 	Horizon time.Duration
-	// Window is how long a tenant counts as asking after it last asked
-	// (default three horizons).
+	// Window is how long an idle tenant is remembered (default three
+	// horizons).
 	Window time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -95,7 +95,7 @@ func (s *Share) Reserve(name string) (wait time.Duration, booked bool) {
 		s.tenants[name] = t
 	}
 	t.seen = now
-	asking := s.asking(now)
+	asking := s.asking(now, t)
 
 	// NOTE: a tenant's spacing is the whole rate's times the tenants
 	// asking now; each has the whole burst (after a quiet time, k tenants
@@ -109,22 +109,25 @@ func (s *Share) Reserve(name string) (wait time.Duration, booked bool) {
 	return slot.Sub(now), true
 }
 
-// Asking is how many tenants have asked within the window.
+// Asking is how many tenants compete for the rate now.
 func (s *Share) Asking() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.asking(s.now())
+	return s.asking(s.now(), nil)
 }
 
-// asking counts the tenants that asked within the window, and forgets those
-// that did not and have nothing booked.
-func (s *Share) asking(now time.Time) int {
+// asking counts the tenants competing for the rate now: the one asking,
+// and those with a slot booked ahead (a tenant that keeps up with what it
+// asks for, like one that asks now and then, holds no share from the
+// others). Tenants idle for the window and with nothing booked are
+// forgotten.
+func (s *Share) asking(now time.Time, current *tenant) int {
 	n := 0
 	for name, t := range s.tenants {
 		switch {
-		case now.Sub(t.seen) <= s.window:
+		case t == current || t.tat.After(now):
 			n++
-		case !t.tat.After(now):
+		case now.Sub(t.seen) > s.window:
 			delete(s.tenants, name)
 		}
 	}

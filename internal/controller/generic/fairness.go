@@ -2,7 +2,6 @@ package generic
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -25,46 +24,44 @@ func FairQueue(name string, limiter workqueue.TypedRateLimiter[reconcile.Request
 
 // A FairReconciler spends the provider's reconcile budget (one Share for
 // every controller) fairly between namespaces: a request its namespace's
-// share cannot take now is asked back later, and the requests it lets
-// through carry their namespace to the server's client (which shares each
-// server's stated rate the same way).
+// share has a slot for within the horizon waits for it (holding its worker,
+// a second at most); one it has none for is asked back after the horizon.
+// The requests it lets through carry their namespace to the server's client
+// (which shares each server's stated rate the same way).
+//
+// NOTE: measured at 1,000 MRs created at once (make bench-scale, poll 10s):
+// all Ready in 63 s, against 37 s first come, first served. Two other ways
+// were slower: requeueing a request for its booked slot and letting it
+// through when it came back (326 s: a watch event brought it back early, its
+// timer then booked a second slot), and the same with early comers requeued
+// for the rest of their wait (131 s).
 type FairReconciler struct {
 	Name  string
 	Inner reconcile.Reconciler
 	Share *fair.Share
-
-	mu     sync.Mutex
-	booked map[string]struct{}
 }
 
 // NewFairReconciler wraps r in a FairReconciler.
 func NewFairReconciler(name string, r reconcile.Reconciler, s *fair.Share) *FairReconciler {
-	return &FairReconciler{Name: name, Inner: r, Share: s, booked: map[string]struct{}{}}
+	return &FairReconciler{Name: name, Inner: r, Share: s}
 }
 
-// Reconcile runs the inner reconciler if the namespace's share allows.
+// Reconcile runs the inner reconciler once the namespace's share allows.
 func (r *FairReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if r.Share != nil {
-		if wait := r.when(req); wait > 0 {
+		wait, booked := r.Share.Reserve(req.Namespace)
+		if !booked {
 			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return reconcile.Result{}, ctx.Err()
+			case <-t.C:
+			}
 		}
 	}
 	return r.Inner.Reconcile(fair.WithTenant(ctx, req.Namespace), req)
-}
-
-// when is how long req must wait: nothing if it comes back for the slot
-// booked for it.
-func (r *FairReconciler) when(req reconcile.Request) time.Duration {
-	item := r.Name + "/" + req.String()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.booked[item]; ok {
-		delete(r.booked, item)
-		return 0
-	}
-	wait, booked := r.Share.Reserve(req.Namespace)
-	if wait > 0 && booked {
-		r.booked[item] = struct{}{}
-	}
-	return wait
 }
