@@ -4,12 +4,17 @@
 package controllertest
 
 import (
+	"context"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
@@ -84,4 +89,21 @@ func (r *Recorder) Reasons() []string {
 		out = append(out, string(e.Reason))
 	}
 	return out
+}
+
+// CachedSecrets is what a cache that holds only the Secrets labelled
+// key=value shows of the API server api: every other object, but any other
+// Secret is not found.
+func CachedSecrets(api client.WithWatch, key, value string) client.Client {
+	return interceptor.NewClient(api, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, k, obj, opts...); err != nil {
+				return err
+			}
+			if _, secret := obj.(*corev1.Secret); secret && obj.GetLabels()[key] != value {
+				return kerrors.NewNotFound(corev1.Resource("secrets"), k.Name)
+			}
+			return nil
+		},
+	})
 }

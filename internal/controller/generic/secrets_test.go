@@ -1,7 +1,6 @@
 package generic
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,32 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 )
-
-// cacheOfOwnSecrets is what the provider's cache holds of the API server
-// api: every object, but of the Secrets only those marked as its own.
-func cacheOfOwnSecrets(api client.WithWatch) client.Client {
-	return interceptor.NewClient(api, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if err := c.Get(ctx, key, obj, opts...); err != nil {
-				return err
-			}
-			if _, secret := obj.(*corev1.Secret); secret && obj.GetLabels()[LabelManagedBy] != ManagedBy {
-				return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
-			}
-			return nil
-		},
-	})
-}
 
 // TestASecretOutsideTheCacheIsNotReadAsAbsent: the provider's cache holds
 // only the Secrets it marked. An MR's connection Secret that is there but
@@ -54,7 +36,7 @@ func TestASecretOutsideTheCacheIsNotReadAsAbsent(t *testing.T) {
 	}
 	api := fake.NewClientBuilder().WithScheme(s).WithObjects(cr, existing).Build()
 
-	kube := SecretsPastTheCache(cacheOfOwnSecrets(api), api)
+	kube := SecretsPastTheCache(controllertest.CachedSecrets(api, LabelManagedBy, ManagedBy), api)
 	pub := managed.NewAPILocalSecretPublisher(kube, s)
 	for i := range 3 {
 		if _, err := pub.PublishConnection(t.Context(), cr, managed.ConnectionDetails{"url": []byte("https://terdut/hook/1")}); err != nil {

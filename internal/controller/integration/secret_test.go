@@ -207,22 +207,6 @@ func TestRecreatedAfterGoneSaysSo(t *testing.T) {
 	}
 }
 
-// ownSecretsOnly is what the provider's cache holds of the API server k:
-// only the Secrets it marked as its own (generic.OwnSecrets).
-func ownSecretsOnly(k client.Client) client.Client {
-	return interceptor.NewClient(k.(client.WithWatch), interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if err := c.Get(ctx, key, obj, opts...); err != nil {
-				return err
-			}
-			if _, secret := obj.(*corev1.Secret); secret && obj.GetLabels()[generic.LabelManagedBy] != generic.ManagedBy {
-				return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
-			}
-			return nil
-		},
-	})
-}
-
 // TestASecretOutsideTheCacheIsNotAbsent: the provider caches only the
 // Secrets it marked. An integration's connection Secret without the mark
 // (written by an earlier version, or relabelled by someone) is still there:
@@ -247,7 +231,7 @@ func TestASecretOutsideTheCacheIsNotAbsent(t *testing.T) {
 	}
 	keys := len(f.Server.Issued())
 
-	e = &external{api: f.Client, kube: generic.SecretsPastTheCache(ownSecretsOnly(api), api), reader: api, record: rec, adopter: generic.Adopter{Record: rec}}
+	e = &external{api: f.Client, kube: generic.SecretsPastTheCache(controllertest.CachedSecrets(api.(client.WithWatch), generic.LabelManagedBy, generic.ManagedBy), api), reader: api, record: rec, adopter: generic.Adopter{Record: rec}}
 	o, err := e.Observe(t.Context(), cr)
 	if err != nil {
 		t.Fatal(err)
