@@ -109,13 +109,6 @@ func (s *Share) Reserve(name string) (wait time.Duration, booked bool) {
 	return slot.Sub(now), true
 }
 
-// Asking is how many tenants compete for the rate now.
-func (s *Share) Asking() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.asking(s.now(), nil)
-}
-
 // asking counts the tenants competing for the rate now: the one asking,
 // and those with a slot booked ahead (a tenant that keeps up with what it
 // asks for, like one that asks now and then, holds no share from the

@@ -82,13 +82,7 @@ func (w *WatchedSecrets) Get(ctx context.Context, key client.ObjectKey, obj clie
 		return w.Fallback.Get(ctx, key, obj, opts...)
 	}
 	inf := w.watch(key)
-	wait := w.SyncWait
-	if wait <= 0 {
-		wait = 5 * time.Second
-	}
-	sctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	if !toolscache.WaitForCacheSync(sctx.Done(), inf.HasSynced) {
+	if !inf.HasSynced() && !w.sync(ctx, inf) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -114,11 +108,15 @@ func (w *WatchedSecrets) List(ctx context.Context, list client.ObjectList, opts 
 	return w.Fallback.List(ctx, list, opts...)
 }
 
-// Watches is how many Secrets are watched.
-func (w *WatchedSecrets) Watches() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.watches)
+// sync waits up to SyncWait (5s) for a new watch's first list.
+func (w *WatchedSecrets) sync(ctx context.Context, inf toolscache.SharedIndexInformer) bool {
+	wait := w.SyncWait
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return toolscache.WaitForCacheSync(sctx.Done(), inf.HasSynced)
 }
 
 // watch is the running watch of one Secret (by name: a field selector).
