@@ -203,14 +203,9 @@ func (in *installer) wait(what string, d time.Duration, check func() string) {
 
 // images runs cluster/images (what make images, packages and publish run).
 func (in *installer) images(args ...string) error {
-	cmd := exec.CommandContext(in.t.Context(), "go", append([]string{"run", "./cluster/images"}, args...)...)
-	cmd.Dir = env.root
-	out, err := cmd.CombinedOutput()
-	fmt.Print(indent(string(out)))
-	if err != nil {
-		return fmt.Errorf("images %s: %w: %s", args[0], err, out)
-	}
-	return nil
+	out, err := in.s.Images(in.t.Context(), args...)
+	fmt.Print(indent(out))
+	return err
 }
 
 // publish builds the images and packages of a version for this machine's

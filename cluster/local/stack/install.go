@@ -62,11 +62,9 @@ func (s *Stack) Install(ctx context.Context) error {
 	dir := filepath.Join(s.Run, "packages")
 	s.Stepf("packages: building and pushing provider-terdut:%s to %s", packageVersion, registry)
 	for _, step := range []string{"build", "package", "publish"} {
-		cmd := exec.CommandContext(ctx, "go", "run", "./cluster/images", step, "-version", packageVersion, "-registry", registry,
-			"-platforms", "linux/"+runtime.GOARCH, "-images", filepath.Join(dir, "images"), "-packages", filepath.Join(dir, "xpkg"), "-crank", crank)
-		cmd.Dir = s.Root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("images %s: %w: %s", step, err, out)
+		if _, err := s.Images(ctx, step, "-version", packageVersion, "-registry", registry, "-platforms", "linux/"+runtime.GOARCH,
+			"-images", filepath.Join(dir, "images"), "-packages", filepath.Join(dir, "xpkg"), "-crank", crank); err != nil {
+			return err
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(s.Root, "cluster/install/provider.yaml"))
@@ -102,6 +100,18 @@ func (s *Stack) Install(ctx context.Context) error {
 	s.Stepf("provider installed in %s: revision %s; runs as %s (ServiceAccount %s), bound to ClusterRole %s by the RBAC manager",
 		time.Since(t0).Round(time.Second), id.Revision, id.User, id.ServiceAccount, id.ClusterRole)
 	return nil
+}
+
+// Images runs cluster/images (what make images, packages and publish run)
+// and returns what it printed.
+func (s *Stack) Images(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"run", "./cluster/images"}, args...)...)
+	cmd.Dir = s.Root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("images %s: %w: %s", args[0], err, out)
+	}
+	return string(out), nil
 }
 
 // activeRevision waits for the provider's Active revision.
@@ -185,20 +195,11 @@ spec:
 	if err != nil {
 		return id, err
 	}
-	kc, err := s.Kubectl(ctx, nil, "config", "view", "--minify", "--flatten", "-o", `jsonpath={.clusters[0].cluster.server} {.clusters[0].cluster.certificate-authority-data}`)
-	if err != nil {
-		return id, err
-	}
-	server, ca, _ := strings.Cut(kc, " ")
-	caFile := filepath.Join(s.Run, "pki", "ca.crt")
-	if ca != "" {
-		caFile = ""
-	}
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: local
-  cluster: {server: %q, certificate-authority: %q, certificate-authority-data: %q}
+  cluster: {server: %q, certificate-authority: %q}
 users:
 - name: %s
   user: {token: %q}
@@ -206,7 +207,7 @@ contexts:
 - name: local
   context: {cluster: local, user: %s}
 current-context: local
-`, server, caFile, ca, providerSA, strings.TrimSpace(token), providerSA)
+`, s.Config.Host, s.Config.CAFile, providerSA, strings.TrimSpace(token), providerSA)
 	s.ProviderKubeconfig = filepath.Join(s.Run, "provider.kubeconfig")
 	if err := os.WriteFile(s.ProviderKubeconfig, []byte(cfg), 0o600); err != nil {
 		return id, err
