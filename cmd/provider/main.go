@@ -19,8 +19,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -155,9 +154,12 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("cannot get the API server's config: %w", err)
 	}
+	// NOTE: only the Kubernetes group the provider reads (core/v1: Secrets,
+	// Namespaces, Events), not all of client-go's: a scheme of every group
+	// is memory for nothing.
 	scheme := runtime.NewScheme()
 	for what, add := range map[string]func(*runtime.Scheme) error{
-		"Kubernetes' APIs": clientgoscheme.AddToScheme, "the provider's APIs": apis.AddToScheme, "CRDs": apiextensionsv1.AddToScheme,
+		"Kubernetes' core/v1": corev1.AddToScheme, "the provider's APIs": apis.AddToScheme, "CRDs": apiextensionsv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return fmt.Errorf("cannot add %s to the scheme: %w", what, err)
@@ -192,9 +194,11 @@ func run(f flags) error {
 		}
 	}
 
-	clientset, err := kubernetes.NewForConfig(ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate))
+	// NOTE: only the core/v1 client (the full clientset builds a client of
+	// every API group), over the manager's HTTP client.
+	coreV1, err := corev1client.NewForConfigAndClient(ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate), mgr.GetHTTPClient())
 	if err != nil {
-		return fmt.Errorf("cannot create the Kubernetes clientset: %w", err)
+		return fmt.Errorf("cannot create the core/v1 client: %w", err)
 	}
 
 	mrMetrics := managed.NewMRMetricRecorder()
@@ -216,7 +220,7 @@ func run(f flags) error {
 			},
 		},
 		Servers: &generic.Servers{
-			Kube:       &generic.WatchedSecrets{Clientset: clientset, Fallback: mgr.GetClient(), Direct: mgr.GetAPIReader()},
+			Kube:       &generic.WatchedSecrets{CoreV1: coreV1, Fallback: mgr.GetClient(), Direct: mgr.GetAPIReader()},
 			Reader:     mgr.GetAPIReader(),
 			Clients:    terdut.NewCache(),
 			TeamKeys:   &generic.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace},

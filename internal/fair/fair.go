@@ -83,6 +83,22 @@ func (s *Share) SetRate(perSecond float64) {
 // slot is free within the horizon nothing is booked (booked is false): ask
 // again after wait.
 func (s *Share) Reserve(name string) (wait time.Duration, booked bool) {
+	return s.reserve(name, s.horizon)
+}
+
+// Book books the tenant's next slot, however far ahead, and says how long
+// until it. For a caller that keeps its requests' bookings (they are not
+// asked again): a tenant's slots booked before another tenant came are kept,
+// so the whole rate is exceeded while they run out (by half with two
+// tenants), and a newcomer waits for none of them.
+func (s *Share) Book(name string) time.Duration {
+	wait, _ := s.reserve(name, 0)
+	return wait
+}
+
+// reserve books the tenant's next slot if it is within horizon (any, if
+// horizon is zero).
+func (s *Share) reserve(name string, horizon time.Duration) (wait time.Duration, booked bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.interval == 0 {
@@ -102,8 +118,8 @@ func (s *Share) Reserve(name string) (wait time.Duration, booked bool) {
 	// may send k bursts at once: a short, bounded excess).
 	spacing := s.interval * time.Duration(asking)
 	slot := latest(now, conformance(t.tat, spacing, s.burst))
-	if wait := slot.Sub(now); wait > s.horizon {
-		return s.horizon, false
+	if wait := slot.Sub(now); horizon > 0 && wait > horizon {
+		return horizon, false
 	}
 	t.tat = latest(t.tat, slot).Add(spacing)
 	return slot.Sub(now), true

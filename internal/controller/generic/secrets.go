@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,8 +63,9 @@ func (c *pastTheCache) Get(ctx context.Context, key client.ObjectKey, obj client
 // first read, so a reconcile costs no request to the API server and a
 // rotated key is seen at once. Other objects are read through Fallback.
 type WatchedSecrets struct {
-	Clientset kubernetes.Interface
-	Fallback  client.Reader
+	// CoreV1 is the core/v1 client the watches list and watch through.
+	CoreV1   corev1client.CoreV1Interface
+	Fallback client.Reader
 	// Direct reads a Secret whose watch has not caught up in SyncWait (one
 	// the provider may not list or watch, for example).
 	Direct   client.Reader
@@ -78,7 +79,7 @@ type WatchedSecrets struct {
 // Get reads a Secret from its watch; anything else from Fallback.
 func (w *WatchedSecrets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	s, ok := obj.(*corev1.Secret)
-	if !ok || w.Clientset == nil {
+	if !ok || w.CoreV1 == nil {
 		return w.Fallback.Get(ctx, key, obj, opts...)
 	}
 	inf := w.watch(key)
@@ -133,7 +134,7 @@ func (w *WatchedSecrets) watch(key types.NamespacedName) toolscache.SharedIndexI
 	one := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
 	}
-	lw := toolscache.NewFilteredListWatchFromClient(w.Clientset.CoreV1().RESTClient(), "secrets", key.Namespace, one)
+	lw := toolscache.NewFilteredListWatchFromClient(w.CoreV1.RESTClient(), "secrets", key.Namespace, one)
 	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, toolscache.Indexers{})
 	// NOTE: the watch lives as long as the process: provider configs are
 	// few, and their Secrets are read on every reconcile.
