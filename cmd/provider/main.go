@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -133,9 +134,24 @@ func main() {
 		}
 		os.Exit(2)
 	}
+	lessGarbage()
 	if err := run(f); err != nil {
 		fmt.Fprintln(os.Stderr, "provider-terdut:", err)
 		os.Exit(1)
+	}
+}
+
+// defaultGOGC is Go's GOGC for the provider unless its environment sets one.
+// Go's default (100) lets the heap grow to twice what is live before it
+// collects; most of what is live is the caches, which grow with the MRs.
+// Measured at 1,000 MRs (make bench-scale): peak RSS 86.5 MiB at 100, 76.8
+// at 50, all Ready and CPU seconds no worse (the caches are small to scan).
+const defaultGOGC = 50
+
+// lessGarbage sets defaultGOGC unless GOGC is set.
+func lessGarbage() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGOGC)
 	}
 }
 
