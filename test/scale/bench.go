@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +41,10 @@ type result struct {
 	ReconcilesPerSecond float64 `json:"reconcilesPerSecond"`
 	// CreateRequests are the double's requests by route while creating.
 	CreateRequests map[string]int `json:"createRequests"`
+	// CreateCPUSeconds are the CPU seconds each process of the machine's
+	// control plane (kube-apiserver, etcd) and the provider spent while
+	// creating: on two cores, which of them the time to Ready waits on.
+	CreateCPUSeconds map[string]float64 `json:"createCPUSeconds"`
 
 	// At rest, over three polls: requests by route, and per MR per poll.
 	RestRequests map[string]int `json:"restRequests"`
@@ -72,6 +80,34 @@ type bench struct {
 
 func (b *bench) logf(format string, args ...any) { b.stack.Stepf(format, args...) }
 
+// cpu is the CPU seconds so far of the provider and of the control plane's
+// kube-apiserver and etcd (by the PID files of the stack's run directory).
+func (b *bench) cpu() map[string]float64 {
+	out := map[string]float64{}
+	if b.stack.Provider != nil {
+		_, out["provider"] = procStats(b.stack.Provider.PID())
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		pid, err := os.ReadFile(filepath.Join(b.stack.Run, name+".pid"))
+		if err != nil {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil {
+			_, out[name] = procStats(n)
+		}
+	}
+	return out
+}
+
+// cpuSeconds prints CPU seconds by process, sorted by name.
+func cpuSeconds(m map[string]float64) string {
+	parts := make([]string, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %.1f", name, m[name]))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // run measures one shape: restart the provider (so its peak RSS and CPU
 // are this run's), create, wait, rest, (storm), delete.
 func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm bool, stormRPS, foreign int) (result, error) {
@@ -102,6 +138,7 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm b
 		return r, err
 	}
 
+	cpuBefore := b.cpu()
 	start := time.Now()
 	if err := b.create(ctx, ns, sh); err != nil {
 		return r, err
@@ -120,7 +157,11 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm b
 	if r.CreateRequests, err = d.Counters(ctx); err != nil {
 		return r, err
 	}
-	b.logf("%d MRs Ready in %.1fs; at rest for three polls", r.MRs, r.ReadySeconds)
+	r.CreateCPUSeconds = map[string]float64{}
+	for name, after := range b.cpu() {
+		r.CreateCPUSeconds[name] = after - cpuBefore[name]
+	}
+	b.logf("%d MRs Ready in %.1fs (CPU seconds meanwhile: %s); at rest for three polls", r.MRs, r.ReadySeconds, cpuSeconds(r.CreateCPUSeconds))
 
 	// At rest: three polls.
 	time.Sleep(2 * time.Second)

@@ -152,6 +152,10 @@ func printReport(w io.Writer, r report) {
 	for _, res := range r.Results {
 		_, _ = fmt.Fprintf(w, "  %s (%s): %s\n", res.Shape.Name, mode(res.Naive), strings.Join(routes(res.CreateRequests), ", "))
 	}
+	_, _ = fmt.Fprintf(w, "\nCPU seconds while creating (the run's wall seconds x %d cores are all there are):\n", runtime.NumCPU())
+	for _, res := range r.Results {
+		_, _ = fmt.Fprintf(w, "  %s (%s, %.1f s): %s\n", res.Shape.Name, mode(res.Naive), res.ReadySeconds, cpuSeconds(res.CreateCPUSeconds))
+	}
 	_, _ = fmt.Fprintln(w, "\nnaive / shared, side by side:")
 	for _, x := range r.Ratios {
 		_, _ = fmt.Fprintf(w, "  %s: GETs per MR per poll x%.2f, bytes per MR per poll x%.2f, time to Ready x%.2f, CPU x%.2f\n", x.Shape, x.GETs, x.Bytes, x.ReadySeconds, x.CPUSeconds)
