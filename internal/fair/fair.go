@@ -5,10 +5,12 @@
 // A Share books each request a slot on its tenant's timeline, whose spacing
 // is the whole rate's times the number of tenants asking now (a GCRA per
 // tenant): a tenant alone gets the whole rate (and burst); two that ask at
-// once get half each, however many requests either has waiting. No slot is
-// booked further ahead than the horizon, so when a tenant comes, the others'
-// slots booked at their old share run out within the horizon: the rate may be
-// exceeded by that much then (at most one horizon's worth), never for longer.
+// once get half each, however many requests either has waiting. Reserve
+// books no slot further ahead than the horizon, so when a tenant comes, the
+// others' slots booked at their old share run out within the horizon: the
+// rate may be exceeded by that much then (at most one horizon's worth). Book
+// books however far ahead (for a caller that keeps its requests' bookings
+// rather than asking again): the excess lasts until those slots run out.
 package fair
 
 import (
