@@ -88,7 +88,7 @@ func (b *bench) cpu() map[string]float64 {
 		_, out["provider"] = procStats(b.stack.Provider.PID())
 	}
 	for _, name := range []string{"kube-apiserver", "etcd"} {
-		pid, err := os.ReadFile(filepath.Join(b.stack.Run, name+".pid"))
+		pid, err := os.ReadFile(filepath.Join(b.stack.Run, name+".pid")) //nolint:gosec // G304: the stack's own PID files.
 		if err != nil {
 			continue
 		}
