@@ -181,7 +181,8 @@ func run(f flags) error {
 			return fmt.Errorf("cannot add %s to the scheme: %w", what, err)
 		}
 	}
-	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate), ctrl.Options{
+	limited := ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate)
+	mgr, err := ctrl.NewManager(limited, ctrl.Options{
 		Scheme:                     scheme,
 		Cache:                      cacheOptions(f.sync),
 		NewClient:                  newClient,
@@ -212,7 +213,7 @@ func run(f flags) error {
 
 	// NOTE: only the core/v1 client (the full clientset builds a client of
 	// every API group), over the manager's HTTP client.
-	coreV1, err := corev1client.NewForConfigAndClient(ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate), mgr.GetHTTPClient())
+	coreV1, err := corev1client.NewForConfigAndClient(limited, mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("cannot create the core/v1 client: %w", err)
 	}

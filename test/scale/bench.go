@@ -6,8 +6,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,19 +79,15 @@ type bench struct {
 func (b *bench) logf(format string, args ...any) { b.stack.Stepf(format, args...) }
 
 // cpu is the CPU seconds so far of the provider and of the control plane's
-// kube-apiserver and etcd (by the PID files of the stack's run directory).
+// kube-apiserver and etcd.
 func (b *bench) cpu() map[string]float64 {
 	out := map[string]float64{}
 	if b.stack.Provider != nil {
 		_, out["provider"] = procStats(b.stack.Provider.PID())
 	}
 	for _, name := range []string{"kube-apiserver", "etcd"} {
-		pid, err := os.ReadFile(filepath.Join(b.stack.Run, name+".pid")) //nolint:gosec // G304: the stack's own PID files.
-		if err != nil {
-			continue
-		}
-		if n, err := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil {
-			_, out[name] = procStats(n)
+		if pid, ok := b.stack.PID(name); ok {
+			_, out[name] = procStats(pid)
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -45,7 +46,7 @@ func (s *Stack) start(env []string, name, bin string, args ...string) (*Process,
 		_ = log.Close()
 		return nil, err
 	}
-	p := &Process{Name: name, cmd: cmd, done: make(chan struct{}), pid: filepath.Join(s.Run, name+".pid")}
+	p := &Process{Name: name, cmd: cmd, done: make(chan struct{}), pid: s.pidFile(name)}
 	go func() {
 		_ = cmd.Wait()
 		_ = log.Close()
@@ -61,6 +62,21 @@ func (s *Stack) start(env []string, name, bin string, args ...string) (*Process,
 
 // PID is the process's ID.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// pidFile is where the stack keeps a process's ID (local.sh keeps the
+// control plane's there too).
+func (s *Stack) pidFile(name string) string { return filepath.Join(s.Run, name+".pid") }
+
+// PID is the ID of the stack's process name (kube-apiserver, etcd, ...), if
+// it is running.
+func (s *Stack) PID(name string) (int, bool) {
+	b, err := os.ReadFile(s.pidFile(name))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid, err == nil
+}
 
 // Exited reports whether the process has ended.
 func (p *Process) Exited() bool {
