@@ -221,7 +221,8 @@ func run(f flags) error {
 	mrMetrics := managed.NewMRMetricRecorder()
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	checks := generic.NewChecks()
-	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks)
+	quiet := generic.NewQuietStatus()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks, quiet)
 
 	o := generic.Options{
 		Options: controller.Options{
@@ -251,6 +252,7 @@ func run(f flags) error {
 		Namespace:           f.namespace,
 		Indexes:             &generic.Indexes{},
 		Checks:              checks,
+		QuietStatus:         quiet,
 	}
 	if !f.unfair {
 		// NOTE: the same burst as crossplane-runtime's global limiter (ten

@@ -12,13 +12,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"git.ryuvia.com/niklas/provider-terdut/apis"
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/cluster/local/stack"
 )
@@ -74,6 +80,38 @@ type bench struct {
 	kube client.Client
 	// rate is the provider's --max-reconcile-rate.
 	rate int
+	// seen holds the MRs as one watch per kind delivers them: the bench
+	// reads who is Ready from it rather than list thousands of MRs from the
+	// API server every second, work that took the API server's CPU from the
+	// provider it measures.
+	seen client.Reader
+}
+
+// watching is a cache of the provider's MRs in every namespace, fed by one
+// watch per kind, started and synced.
+func watching(ctx context.Context, cfg *rest.Config) (client.Reader, error) {
+	sch := runtime.NewScheme()
+	if err := apis.AddToScheme(sch); err != nil {
+		return nil, err
+	}
+	crlog.SetLogger(logr.Discard()) // the cache's informers would log to stderr otherwise
+	c, err := cache.New(cfg, cache.Options{Scheme: sch})
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	for _, l := range lists() {
+		if err := c.List(ctx, l); err != nil { // starts the kind's informer and waits for it
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// list lists ns's MRs of l's kind from what the watches delivered, without
+// copies: the caller only reads them.
+func (b *bench) list(ctx context.Context, l resource.ManagedList, ns string) error {
+	return b.seen.List(ctx, l, client.InNamespace(ns), client.UnsafeDisableDeepCopy)
 }
 
 func (b *bench) logf(format string, args ...any) { b.stack.Stepf(format, args...) }
@@ -286,13 +324,18 @@ func (b *bench) create(ctx context.Context, ns string, sh shape) error {
 
 // createAll creates objs with eight writers.
 func (b *bench) createAll(ctx context.Context, objs []client.Object) error {
+	return b.each(ctx, objs, func(o client.Object) error { return b.kube.Create(ctx, o) })
+}
+
+// each calls do for each of objs from eight writers.
+func (b *bench) each(ctx context.Context, objs []client.Object, do func(client.Object) error) error {
 	work := make(chan client.Object)
 	errs := make(chan error, len(objs))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for o := range work {
-				errs <- b.kube.Create(ctx, o)
+				errs <- do(o)
 			}
 		})
 	}
@@ -322,7 +365,7 @@ func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.D
 		var ready []time.Time
 		notReady := 0
 		for _, l := range lists() {
-			if err := b.stack.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+			if err := b.list(ctx, l, ns); err != nil {
 				return nil, err
 			}
 			for _, mg := range l.GetItems() {
@@ -376,15 +419,25 @@ func (b *bench) metric(ctx context.Context, prefix string) (int, error) {
 
 // objects are gone.
 func (b *bench) deleteAll(ctx context.Context, ns string) error {
-	for _, o := range []client.Object{&v1alpha1.Integration{}, &v1alpha1.DeadmanSwitch{}, &v1alpha1.EscalationPolicy{}, &v1alpha1.Team{}} {
-		if err := b.stack.Kube.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
+	// One delete per MR with eight writers, as a GitOps tool pruning them
+	// would: one DeleteCollection of thousands can outlast the API
+	// server's request timeout.
+	var objs []client.Object
+	for _, l := range lists() {
+		if err := b.list(ctx, l, ns); err != nil {
 			return err
 		}
+		for _, mg := range l.GetItems() {
+			objs = append(objs, mg)
+		}
+	}
+	if err := b.each(ctx, objs, func(o client.Object) error { return client.IgnoreNotFound(b.kube.Delete(ctx, o)) }); err != nil {
+		return err
 	}
 	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(time.Second) {
 		left := 0
 		for _, l := range lists() {
-			if err := b.stack.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+			if err := b.list(ctx, l, ns); err != nil {
 				return err
 			}
 			left += len(l.GetItems())

@@ -167,7 +167,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	b := &bench{stack: s, poll: *poll, kube: kube, rate: 100}
+	seen, err := watching(ctx, s.Config)
+	if err != nil {
+		return err
+	}
+	b := &bench{stack: s, poll: *poll, kube: kube, rate: 100, seen: seen}
 	for _, a := range base {
 		if v, ok := strings.CutPrefix(a, "--max-reconcile-rate="); ok {
 			if b.rate, err = strconv.Atoi(v); err != nil {

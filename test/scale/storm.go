@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -41,7 +40,7 @@ func (b *bench) storm(ctx context.Context, ns string, rps int) (*storm, error) {
 	for end := time.Now().Add(2 * b.poll); time.Now().Before(end); time.Sleep(5 * time.Second) {
 		notSynced := 0
 		for _, l := range lists() {
-			if err := b.stack.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+			if err := b.list(ctx, l, ns); err != nil {
 				return nil, err
 			}
 			for _, mg := range l.GetItems() {

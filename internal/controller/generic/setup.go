@@ -59,6 +59,10 @@ type Options struct {
 	// Checks counts the comparisons with the server; nil counts none.
 	Checks *Checks
 
+	// QuietStatus skips status updates that would change nothing; nil
+	// sends every one, as crossplane-runtime does.
+	QuietStatus *QuietStatus
+
 	// AbsenceConfirmation is how long after a list first omits an object
 	// its absence is confirmed with a fresh read (see Absence).
 	AbsenceConfirmation time.Duration
@@ -245,7 +249,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		}
 	}
 
-	r := managed.NewReconciler(mgr, resource.ManagedKind(k.GVK), opts...)
+	r := managed.NewReconciler(o.QuietStatus.manager(mgr), resource.ManagedKind(k.GVK), opts...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).

@@ -1,0 +1,90 @@
+package generic
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpfake "github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+)
+
+// TestAnUnchangedStatusIsNotSent: crossplane-runtime's reconciler, run
+// the way Setup runs it, reconciles an up-to-date MR three times; the API
+// server gets the status of the first (it changed: Available) and of the
+// third (the server then failed: ReconcileError), not the second, which
+// changed nothing. Without QuietStatus all three are sent.
+func TestAnUnchangedStatusIsNotSent(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		quiet *QuietStatus
+		want  int
+	}{
+		{name: "quiet", quiet: NewQuietStatus(), want: 2},
+		{name: "crossplane-runtime alone", want: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := &v1alpha1.EscalationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "p", Finalizers: []string{"finalizer.managedresource.crossplane.io"}}}
+			meta.SetExternalName(cr, "7")
+			sent := 0
+			kube := fake.NewClientBuilder().WithScheme(s).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					sent++
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+			}).Build()
+			var observeErr error
+			server := managed.TypedExternalConnectorFn[*v1alpha1.EscalationPolicy](func(context.Context, *v1alpha1.EscalationPolicy) (managed.TypedExternalClient[*v1alpha1.EscalationPolicy], error) {
+				return &managed.TypedExternalClientFns[*v1alpha1.EscalationPolicy]{
+					ObserveFn: func(context.Context, *v1alpha1.EscalationPolicy) (managed.ExternalObservation, error) {
+						return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, observeErr
+					},
+					DisconnectFn: func(context.Context) error { return nil },
+				}, nil
+			})
+			mgr := tc.quiet.manager(&xpfake.Manager{Client: kube, Scheme: s, Logger: logr.Discard()})
+			r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.EscalationPolicyGroupVersionKind),
+				managed.WithTypedExternalConnector[*v1alpha1.EscalationPolicy](server),
+				managed.WithInitializers(),
+				managed.WithRecorder(event.NewNopRecorder()),
+				managed.WithReferenceResolver(managed.ReferenceResolverFn(func(context.Context, resource.Managed) error { return nil })))
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "p"}}
+			for i := range 3 {
+				if i == 2 {
+					observeErr = errors.New("terdut-server answered 500")
+				}
+				if _, err := r.Reconcile(t.Context(), req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if sent != tc.want {
+				t.Errorf("status updates sent: %d, want %d", sent, tc.want)
+			}
+			got := &v1alpha1.EscalationPolicy{}
+			if err := kube.Get(t.Context(), req.NamespacedName, got); err != nil {
+				t.Fatal(err)
+			}
+			if c := got.GetCondition("Synced"); c.Reason != "ReconcileError" {
+				t.Errorf("stored Synced reason %q, want ReconcileError: the changed status must reach the server", c.Reason)
+			}
+		})
+	}
+}
