@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -70,6 +71,17 @@ type result struct {
 	// ForeignSecrets is how many unrelated Secrets (40 KB each) another
 	// namespace held during the run.
 	ForeignSecrets int `json:"foreignSecrets,omitempty"`
+
+	// Provider is who ran the shape: empty for provider-terdut, else the
+	// peer and how it was started (ProviderArgs).
+	Provider     string `json:"provider,omitempty"`
+	ProviderArgs string `json:"providerArgs,omitempty"`
+	// Leaks is how many once-shown integration keys the server issued that
+	// the namespace's objects show (kubectl get -o yaml), Secrets aside.
+	Leaks int `json:"leaks"`
+	// Behaviours are what a user would notice beyond speed, tried after
+	// the run's rest (the compared shape only).
+	Behaviours []behaviour `json:"behaviours,omitempty"`
 }
 
 type bench struct {
@@ -101,8 +113,17 @@ func watching(ctx context.Context, cfg *rest.Config) (client.Reader, error) {
 	}
 	go func() { _ = c.Start(ctx) }()
 	for _, l := range lists() {
-		if err := c.List(ctx, l); err != nil { // starts the kind's informer and waits for it
-			return nil, err
+		// Starts the kind's informer and waits for it, once the cache runs.
+		for {
+			err := c.List(ctx, l)
+			if errors.As(err, new(*cache.ErrCacheNotStarted)) {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			break
 		}
 	}
 	return c, nil
@@ -142,7 +163,7 @@ func cpuSeconds(m map[string]float64) string {
 
 // run measures one shape: restart the provider (so its peak RSS and CPU
 // are this run's), create, wait, rest, (storm), delete.
-func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm bool, stormRPS, foreign int) (result, error) {
+func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm, withTrials bool, stormRPS, foreign int) (result, error) {
 	r := result{Shape: sh, MRs: sh.MRs(), Naive: naive, ForeignSecrets: foreign}
 	mode := "shared"
 	if naive {
@@ -195,46 +216,12 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm b
 	}
 	b.logf("%d MRs Ready in %.1fs (CPU seconds meanwhile: %s); at rest for three polls", r.MRs, r.ReadySeconds, cpuSeconds(r.CreateCPUSeconds))
 
-	// At rest: three polls.
-	time.Sleep(2 * time.Second)
-	if err := d.Admin(ctx, http.MethodDelete, "/admin/counters", nil, nil); err != nil {
+	if err := b.atRest(ctx, &r, b.poll, 3, func() (int, error) { return b.metric(ctx, `provider_terdut_checks_total{`) }); err != nil {
 		return r, err
 	}
-	checks, err := b.metric(ctx, `provider_terdut_checks_total{`)
-	if err != nil {
+	if r.Leaks, err = b.leaks(ctx, ns); err != nil {
 		return r, err
 	}
-	rest := time.Now()
-	time.Sleep(3 * b.poll)
-	checked, err := b.metric(ctx, `provider_terdut_checks_total{`)
-	if err != nil {
-		return r, err
-	}
-	if r.RestRequests, err = d.Counters(ctx); err != nil {
-		return r, err
-	}
-	var sentBytes map[string]int
-	if err := d.Admin(ctx, http.MethodGet, "/admin/bytes", nil, &sentBytes); err != nil {
-		return r, err
-	}
-	r.RestPolls = time.Since(rest).Seconds() / b.poll.Seconds()
-	gets, all, sent := 0, 0, 0
-	for k, n := range r.RestRequests {
-		if strings.HasPrefix(k, "GET /api/") {
-			gets += n
-		}
-		if strings.HasPrefix(k, "GET /api/") || strings.Contains(k, " /api/") {
-			all += n
-		}
-	}
-	for k, n := range sentBytes {
-		if strings.Contains(k, " /api/") {
-			sent += n
-		}
-	}
-	per := float64(r.MRs) * r.RestPolls
-	r.ChecksPerMRPerPoll = float64(checked-checks) / per
-	r.GETsPerMRPerPoll, r.RequestsPerMRPoll, r.BytesPerMRPerPoll = float64(gets)/per, float64(all)/per, float64(sent)/per
 
 	if withStorm {
 		if r.Storm, err = b.storm(ctx, ns, stormRPS); err != nil {
@@ -242,6 +229,15 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm b
 		}
 	}
 	r.ProviderPeakRSSMiB, r.ProviderCPUSeconds = procStats(b.stack.Provider.PID())
+	if withTrials {
+		s, err := b.ourSubject(ctx, ns)
+		if err != nil {
+			return r, err
+		}
+		if r.Behaviours, err = b.trials(ctx, s, r.Leaks); err != nil {
+			return r, err
+		}
+	}
 
 	start = time.Now()
 	if err := b.deleteAll(ctx, ns); err != nil {
@@ -390,9 +386,65 @@ func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.D
 	}
 }
 
+// atRest measures polls polls of poll with nothing to do: requests and
+// bytes to the server per MR per poll and, given checks (a counter of the
+// MRs compared with the server), checks per MR per poll.
+func (b *bench) atRest(ctx context.Context, r *result, poll time.Duration, polls int, checks func() (int, error)) error {
+	d := b.stack.Double
+	time.Sleep(2 * time.Second)
+	if err := d.Admin(ctx, http.MethodDelete, "/admin/counters", nil, nil); err != nil {
+		return err
+	}
+	var checked0, checked1 int
+	var err error
+	if checks != nil {
+		if checked0, err = checks(); err != nil {
+			return err
+		}
+	}
+	rest := time.Now()
+	time.Sleep(time.Duration(polls) * poll)
+	if checks != nil {
+		if checked1, err = checks(); err != nil {
+			return err
+		}
+	}
+	if r.RestRequests, err = d.Counters(ctx); err != nil {
+		return err
+	}
+	var sentBytes map[string]int
+	if err := d.Admin(ctx, http.MethodGet, "/admin/bytes", nil, &sentBytes); err != nil {
+		return err
+	}
+	r.RestPolls = time.Since(rest).Seconds() / poll.Seconds()
+	gets, all, sent := 0, 0, 0
+	for k, n := range r.RestRequests {
+		if strings.HasPrefix(k, "GET /api/") {
+			gets += n
+		}
+		if strings.HasPrefix(k, "GET /api/") || strings.Contains(k, " /api/") {
+			all += n
+		}
+	}
+	for k, n := range sentBytes {
+		if strings.Contains(k, " /api/") {
+			sent += n
+		}
+	}
+	per := float64(r.MRs) * r.RestPolls
+	r.ChecksPerMRPerPoll = float64(checked1-checked0) / per
+	r.GETsPerMRPerPoll, r.RequestsPerMRPoll, r.BytesPerMRPerPoll = float64(gets)/per, float64(all)/per, float64(sent)/per
+	return nil
+}
+
 // metric sums the provider's metric lines that start with prefix.
 func (b *bench) metric(ctx context.Context, prefix string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.stack.ProviderMetricsAddr()+"/metrics", nil)
+	return metricAt(ctx, b.stack.ProviderMetricsAddr(), prefix)
+}
+
+// metricAt sums the metric lines served at addr that start with prefix.
+func metricAt(ctx context.Context, addr, prefix string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return 0, err
 	}

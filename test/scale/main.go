@@ -48,6 +48,8 @@ type step struct {
 	storm bool
 	// foreign is how many unrelated Secrets another namespace holds.
 	foreign int
+	// trials tries the behaviours compared with the peer.
+	trials bool
 }
 
 // Floor is the fewest GETs per MR per poll that see every MR's drift within a
@@ -92,7 +94,7 @@ func parseSizes(ns string) ([]int, error) {
 
 // planFor is the benchmark's runs: the mixed shape at each size, the
 // compared size also naive and beside foreign Secrets, and the wide shape.
-func planFor(sizes []int, compareN, stormRPS int, naive bool, foreign, wideTeams, wideSwitches int) []step {
+func planFor(sizes []int, compareN, stormRPS int, naive, peer bool, foreign, wideTeams, wideSwitches int) []step {
 	largest := sizes[len(sizes)-1]
 	if slices.Contains(sizes, compareN) {
 		largest = compareN
@@ -102,7 +104,7 @@ func planFor(sizes []int, compareN, stormRPS int, naive bool, foreign, wideTeams
 	}
 	var plan []step
 	for _, n := range sizes {
-		plan = append(plan, step{shape: mixed(n), storm: n == largest && stormRPS > 0})
+		plan = append(plan, step{shape: mixed(n), storm: n == largest && stormRPS > 0, trials: n == largest && peer})
 	}
 	if naive {
 		plan = append(plan, step{shape: mixed(largest), naive: true})
@@ -141,6 +143,7 @@ func run() error {
 	naive := flag.Bool("naive", true, "Also run the largest N and the wide shape --naive, for the side-by-side ratio.")
 	providerArgs := flag.String("provider-args", "", "More provider flags, space separated (e.g. --max-reconcile-rate=50).")
 	providerEnv := flag.String("provider-env", "", "Environment of the provider only, space separated (e.g. GOMEMLIMIT=64MiB GOGC=50).")
+	peer := flag.Bool("peer", true, "Also run the -compare-n mixed shape on crossplane-contrib's provider-http "+stack.ProviderHTTPVersion+" (its defaults, then tuned to -poll and the provider's rate), with the behaviour trials on both.")
 	out := flag.String("out", "_output/bench", "Where the JSON and the SVG plot go.")
 	flag.Parse()
 
@@ -184,7 +187,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	plan := planFor(sizes, *compareN, *stormRPS, *naive, *foreign, *wideTeams, *wideSwitches)
+	plan := planFor(sizes, *compareN, *stormRPS, *naive, *peer, *foreign, *wideTeams, *wideSwitches)
 	var results []result
 	for i, p := range plan {
 		if p.foreign > 0 {
@@ -192,7 +195,7 @@ func run() error {
 				return err
 			}
 		}
-		r, err := b.run(ctx, fmt.Sprintf("bench-%d", i), p.shape, p.naive, p.storm, *stormRPS, p.foreign)
+		r, err := b.run(ctx, fmt.Sprintf("bench-%d", i), p.shape, p.naive, p.storm, p.trials, *stormRPS, p.foreign)
 		if err != nil {
 			return err
 		}
@@ -208,9 +211,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	var peers []result
+	if *peer {
+		if peers, err = b.peers(ctx, plan); err != nil {
+			return err
+		}
+	}
 	// The environment first, as a shell line would show it.
 	report := newReport(results, *poll, *latency, append(env, base...))
 	report.Noisy = noisies
+	report.addPeers(peers)
 	report.addNoisyTargets()
 	if err := os.MkdirAll(*out, 0o750); err != nil {
 		return err
@@ -222,7 +232,7 @@ func run() error {
 	if err := os.WriteFile(filepath.Join(*out, "scale.json"), j, 0o600); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "scale.svg"), []byte(plot(results)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(*out, "scale.svg"), []byte(plot(results, report.Peers)), 0o600); err != nil {
 		return err
 	}
 	printReport(os.Stdout, report)

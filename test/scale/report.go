@@ -19,7 +19,94 @@ type report struct {
 	Ratios        []ratio  `json:"naiveOverShared"`
 	Targets       []target `json:"targets"`
 	Noisy         []noisy  `json:"noisyNeighbour,omitempty"`
+	// Peers is the compared shape on provider-terdut and on provider-http
+	// (its defaults, then tuned), from the same run.
+	Peers []peerRow `json:"peers,omitempty"`
 }
+
+// A peerRow is one provider's run of the compared shape, with its ratios
+// to provider-terdut's (peer / ours: above 1 is worse for the peer).
+type peerRow struct {
+	Provider          string      `json:"provider"`
+	Args              string      `json:"args"`
+	ReadySeconds      float64     `json:"readySeconds"`
+	P95               float64     `json:"readyP95Seconds"`
+	RequestsPerMRPoll float64     `json:"requestsPerMRPerPoll"`
+	BytesPerMRPoll    float64     `json:"bytesPerMRPerPoll"`
+	PeakRSSMiB        float64     `json:"peakRSSMiB"`
+	CreateCPUSeconds  float64     `json:"createCPUSeconds"`
+	DeleteSeconds     float64     `json:"deleteSeconds"`
+	Ratios            []float64   `json:"ratiosToOurs,omitempty"`
+	Behaviours        []behaviour `json:"behaviours,omitempty"`
+}
+
+// addPeers puts provider-terdut's run of the peers' shape beside theirs.
+func (r *report) addPeers(peers []result) {
+	if len(peers) == 0 {
+		return
+	}
+	row := func(res result) peerRow {
+		name := res.Provider
+		if name == "" {
+			name = "provider-terdut"
+		}
+		return peerRow{
+			Provider: name, Args: res.ProviderArgs, ReadySeconds: res.ReadySeconds, P95: res.P95,
+			RequestsPerMRPoll: res.RequestsPerMRPoll, BytesPerMRPoll: res.BytesPerMRPerPoll, PeakRSSMiB: res.ProviderPeakRSSMiB,
+			CreateCPUSeconds: res.CreateCPUSeconds["provider"], DeleteSeconds: res.DeleteSeconds, Behaviours: res.Behaviours,
+		}
+	}
+	var ours *peerRow
+	for _, res := range r.Results {
+		if len(res.Behaviours) > 0 && res.Shape == peers[0].Shape {
+			o := row(res)
+			o.Args = strings.Join(r.ProviderFlags, " ")
+			ours = &o
+		}
+	}
+	if ours == nil {
+		return
+	}
+	r.Peers = append(r.Peers, *ours)
+	for _, p := range peers {
+		pr := row(p)
+		pr.Ratios = []float64{div(pr.ReadySeconds, ours.ReadySeconds), div(pr.P95, ours.P95), div(pr.RequestsPerMRPoll, ours.RequestsPerMRPoll),
+			div(pr.BytesPerMRPoll, ours.BytesPerMRPoll), div(pr.PeakRSSMiB, ours.PeakRSSMiB), div(pr.CreateCPUSeconds, ours.CreateCPUSeconds), div(pr.DeleteSeconds, ours.DeleteSeconds)}
+		r.Peers = append(r.Peers, pr)
+	}
+}
+
+const peerFormat = "%-44s %8s %6s %10s %10s %9s %8s %7s\n"
+
+// printPeers prints the peers' table, ratios under each peer, then the
+// behaviours side by side.
+func printPeers(w io.Writer, peers []peerRow) {
+	_, _ = fmt.Fprintf(w, "\nside by side with crossplane-contrib's provider-http (%s, same double, control plane and run):\n", "the compared shape")
+	_, _ = fmt.Fprintf(w, peerFormat, "provider", "ready s", "p95 s", "req/MR", "bytes/MR", "peak RSS", "CPU s", "del s")
+	_, _ = fmt.Fprintf(w, peerFormat, "", "", "", "per poll", "per poll", "MiB", "creating", "")
+	for _, p := range peers {
+		_, _ = fmt.Fprintf(w, peerFormat, p.Provider, fmt.Sprintf("%.1f", p.ReadySeconds), fmt.Sprintf("%.0f", p.P95), fmt.Sprintf("%.3f", p.RequestsPerMRPoll),
+			fmt.Sprintf("%.0f", p.BytesPerMRPoll), fmt.Sprintf("%.1f", p.PeakRSSMiB), fmt.Sprintf("%.1f", p.CreateCPUSeconds), fmt.Sprintf("%.1f", p.DeleteSeconds))
+		if len(p.Ratios) == 7 {
+			x := make([]any, 0, 8)
+			x = append(x, "  x provider-terdut's")
+			for _, v := range p.Ratios {
+				x = append(x, fmt.Sprintf("x%.2f", v))
+			}
+			_, _ = fmt.Fprintf(w, peerFormat, x...)
+		}
+		if p.Args != "" {
+			_, _ = fmt.Fprintf(w, "  (flags: %s)\n", p.Args)
+		}
+	}
+	_, _ = fmt.Fprintln(w, "\nbehaviour a user would notice (yes = what a user wants):")
+	for _, p := range peers {
+		for _, b := range p.Behaviours {
+			_, _ = fmt.Fprintf(w, "  %-58s %-40s %-3s %s  [%s]\n", b.What, p.Provider, yesNo(b.Good), b.Found, b.How)
+		}
+	}
+}
+
 
 // ratio compares a naive run with the shared one of the same shape.
 type ratio struct {
@@ -130,7 +217,12 @@ func printRow(w io.Writer, r result) {
 	if r.ForeignSecrets > 0 {
 		name += fmt.Sprintf(" +%d foreign Secrets", r.ForeignSecrets)
 	}
-	_, _ = fmt.Fprintf(w, rowFormat, name, fmt.Sprint(r.MRs), mode(r.Naive), fmt.Sprintf("%.1f", r.ReadySeconds),
+	m := mode(r.Naive)
+	if r.Provider != "" {
+		m = "peer"
+		name += " on " + strings.TrimPrefix(r.Provider, "provider-http "+"")
+	}
+	_, _ = fmt.Fprintf(w, rowFormat, name, fmt.Sprint(r.MRs), m, fmt.Sprintf("%.1f", r.ReadySeconds),
 		fmt.Sprintf("%.0f/%.0f/%.0f", r.P50, r.P95, r.Max), fmt.Sprintf("%.1f", r.ReconcilesPerSecond), fmt.Sprintf("%.2f", r.ChecksPerMRPerPoll),
 		fmt.Sprintf("%.3f", r.GETsPerMRPerPoll), fmt.Sprintf("%.0f", r.BytesPerMRPerPoll),
 		fmt.Sprintf("%.1f", r.ProviderPeakRSSMiB), fmt.Sprintf("%.1f", r.ProviderCPUSeconds), fmt.Sprintf("%.1f", r.DeleteSeconds))
@@ -166,6 +258,9 @@ func printReport(w io.Writer, r report) {
 			_, _ = fmt.Fprintf(w, "  %s\n", n.describe())
 		}
 	}
+	if len(r.Peers) > 0 {
+		printPeers(w, r.Peers)
+	}
 	_, _ = fmt.Fprintln(w, "\ntargets:")
 	for _, t := range r.Targets {
 		met := "met"
@@ -178,7 +273,7 @@ func printReport(w io.Writer, r report) {
 
 // plot draws time to Ready and requests at rest against N (the mixed
 // shape, shared), as an SVG of two panels.
-func plot(results []result) string {
+func plot(results []result, peers []peerRow) string {
 	var pts []result
 	for _, r := range results {
 		if !r.Naive && r.Shape.Policy && r.ForeignSecrets == 0 {
@@ -211,10 +306,37 @@ func plot(results []result) string {
 		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="steelblue" stroke-width="2"/>`, strings.Join(line, " "))
 		return b.String()
 	}
-	return fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif"><rect width="100%%" height="100%%" fill="white"/>%s%s</svg>`+"\n",
-		2*w, h,
+	bars := func(x0 int) string {
+		if len(peers) == 0 {
+			return ""
+		}
+		maxY := 1.0
+		for _, p := range peers {
+			maxY = max(maxY, p.ReadySeconds)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, `<text x="%d" y="20" font-size="13" font-weight="bold">Compared shape: seconds until all Ready</text>`, x0+pad)
+		bw := (w - 2*pad) / len(peers)
+		for i, p := range peers {
+			bh := p.ReadySeconds / maxY * float64(h-2*pad-20)
+			x := x0 + pad + i*bw
+			fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="steelblue"/>`, x+4, float64(h-pad)-bh, bw-8, bh)
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="10">%g</text>`, x+6, float64(h-pad)-bh-4, round(p.ReadySeconds))
+			label := strings.TrimPrefix(strings.TrimPrefix(p.Provider, "provider-http "), "v")
+			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="9">%s</text>`, x+2, h-pad+14, label)
+		}
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`, x0+pad, h-pad, x0+w-pad, h-pad)
+		return b.String()
+	}
+	width := 2 * w
+	if len(peers) > 0 {
+		width = 3 * w
+	}
+	return fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif"><rect width="100%%" height="100%%" fill="white"/>%s%s%s</svg>`+"\n",
+		width, h,
 		panel(0, "Time until all Ready", "seconds", func(r result) float64 { return r.ReadySeconds }),
-		panel(w, "GET requests per poll at rest", "requests", func(r result) float64 { return r.GETsPerMRPerPoll * float64(r.MRs) }))
+		panel(w, "GET requests per poll at rest", "requests", func(r result) float64 { return r.GETsPerMRPerPoll * float64(r.MRs) }),
+		bars(2*w))
 }
 
 func round(v float64) float64 { return float64(int(v*10+0.5)) / 10 }
