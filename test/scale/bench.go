@@ -320,11 +320,11 @@ func (b *bench) create(ctx context.Context, ns string, sh shape) error {
 
 // createAll creates objs with eight writers.
 func (b *bench) createAll(ctx context.Context, objs []client.Object) error {
-	return b.each(ctx, objs, func(o client.Object) error { return b.kube.Create(ctx, o) })
+	return b.each(objs, func(o client.Object) error { return b.kube.Create(ctx, o) })
 }
 
 // each calls do for each of objs from eight writers.
-func (b *bench) each(ctx context.Context, objs []client.Object, do func(client.Object) error) error {
+func (b *bench) each(objs []client.Object, do func(client.Object) error) error {
 	work := make(chan client.Object)
 	errs := make(chan error, len(objs))
 	var wg sync.WaitGroup
@@ -386,10 +386,10 @@ func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.D
 	}
 }
 
-// atRest measures polls polls of poll with nothing to do: requests and
+// atRest measures n polls of poll with nothing to do: requests and
 // bytes to the server per MR per poll and, given checks (a counter of the
 // MRs compared with the server), checks per MR per poll.
-func (b *bench) atRest(ctx context.Context, r *result, poll time.Duration, polls int, checks func() (int, error)) error {
+func (b *bench) atRest(ctx context.Context, r *result, poll time.Duration, n int, checks func() (int, error)) error {
 	d := b.stack.Double
 	time.Sleep(2 * time.Second)
 	if err := d.Admin(ctx, http.MethodDelete, "/admin/counters", nil, nil); err != nil {
@@ -403,7 +403,7 @@ func (b *bench) atRest(ctx context.Context, r *result, poll time.Duration, polls
 		}
 	}
 	rest := time.Now()
-	time.Sleep(time.Duration(polls) * poll)
+	time.Sleep(time.Duration(n) * poll)
 	if checks != nil {
 		if checked1, err = checks(); err != nil {
 			return err
@@ -483,7 +483,7 @@ func (b *bench) deleteAll(ctx context.Context, ns string) error {
 			objs = append(objs, mg)
 		}
 	}
-	if err := b.each(ctx, objs, func(o client.Object) error { return client.IgnoreNotFound(b.kube.Delete(ctx, o)) }); err != nil {
+	if err := b.each(objs, func(o client.Object) error { return client.IgnoreNotFound(b.kube.Delete(ctx, o)) }); err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(time.Second) {

@@ -122,6 +122,22 @@ func planFor(sizes []int, compareN, stormRPS int, naive, peer bool, foreign, wid
 	return plan
 }
 
+// reconcileRate is the --max-reconcile-rate of the provider's args (its
+// default 100 if they do not say).
+func reconcileRate(args []string) (int, error) {
+	rate := 100
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--max-reconcile-rate="); ok {
+			r, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("--max-reconcile-rate=%s: %w", v, err)
+			}
+			rate = r
+		}
+	}
+	return rate, nil
+}
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
@@ -174,13 +190,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	b := &bench{stack: s, poll: *poll, kube: kube, rate: 100, seen: seen}
-	for _, a := range base {
-		if v, ok := strings.CutPrefix(a, "--max-reconcile-rate="); ok {
-			if b.rate, err = strconv.Atoi(v); err != nil {
-				return fmt.Errorf("--max-reconcile-rate=%s: %w", v, err)
-			}
-		}
+	b := &bench{stack: s, poll: *poll, kube: kube, seen: seen}
+	if b.rate, err = reconcileRate(base); err != nil {
+		return err
 	}
 
 	sizes, err := parseSizes(*ns)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,8 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"git.ryuvia.com/niklas/provider-terdut/cluster/local/stack"
+
+	_ "embed"
 )
 
 // The peer is crossplane-contrib's provider-http: a user without a
@@ -27,7 +31,9 @@ import (
 // admin, as ours does in this benchmark, against the same double.
 
 // requestGVK is provider-http's namespaced Request.
-var requestGVK = schema.GroupVersionKind{Group: "http.m.crossplane.io", Version: "v1alpha2", Kind: "Request"}
+func requestGVK() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: "http.m.crossplane.io", Version: "v1alpha2", Kind: "Request"}
+}
 
 // peerMetricsAddr is where provider-http serves its metrics: controller-
 // runtime's default, on every interface; v1.0.14 has no flag to change it.
@@ -104,114 +110,51 @@ func (b *bench) peerMetric(ctx context.Context, prefix string) (int, error) {
 	return metricAt(ctx, peerMetricsAddr, prefix)
 }
 
-// request is a Request named name in ns.
-func request(ns, name string, forProvider map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"namespace": ns, "name": name},
-		"spec":     map[string]any{"forProvider": forProvider},
-	}}
-	u.SetGroupVersionKind(requestGVK)
-	return u
+// requests.yaml is the mixed shape as a user writes it for provider-http,
+// after its examples (examples/namespaced/request.yaml): one Request per
+// server object, its key injected into the headers from a Secret.
+//
+//go:embed requests.yaml
+var requestsYAML string
+
+// manifest is what requests.yaml is rendered with: team I of NS, with
+// the values only the server knows (TeamID, UserID) once it has said them.
+type manifest struct {
+	API, NS, Name, Token string
+	I                    int
+	TeamID, UserID       int64
 }
 
-// headers are every Request's: the key from tokenSecret, the way
-// provider-http's examples inject a token.
-func headers() map[string]any {
-	return map[string]any{
-		"Content-Type":  []any{"application/json"},
-		"Authorization": []any{"Bearer {{ " + tokenSecret + ":crossplane-system:token }}"},
+// Named is m for the object named name.
+func (m manifest) Named(name string) manifest {
+	m.Name = name
+	return m
+}
+
+// objects renders the template what of requests.yaml ("team",
+// "dependents" or "switch") for m.
+func (m manifest) objects(what string) ([]client.Object, error) {
+	t, err := template.New("requests").Parse(requestsYAML)
+	if err != nil {
+		return nil, err
 	}
-}
-
-func body(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-// byID is the jq of an object's URL by the id the server gave it.
-const byID = `.payload.baseUrl + "/" + (.response.body.id | tostring)`
-
-// teamRequest is team i of the mixed shape: POST /api/teams, observed by
-// id, renamed by PUT, deleted by DELETE.
-func teamRequest(api, ns string, i int) *unstructured.Unstructured {
-	return request(ns, "t"+strconv.Itoa(i), map[string]any{
-		"headers": headers(),
-		"payload": map[string]any{"baseUrl": api + "/api/teams", "body": body(map[string]any{"name": fmt.Sprintf("%s team %d", ns, i)})},
-		"mappings": []any{
-			map[string]any{"action": "CREATE", "url": ".payload.baseUrl", "body": "{ name: .payload.body.name }"},
-			map[string]any{"action": "OBSERVE", "url": byID},
-			map[string]any{"action": "UPDATE", "url": byID, "body": "{ name: .payload.body.name }"},
-			map[string]any{"action": "REMOVE", "url": byID},
-		},
-	})
-}
-
-// dependents are team i's policy, switch and integration, once the team
-// Request has reported the server's id for it: provider-http has no
-// references between Requests, so a user patches it in (a Composition's
-// patch from the team's status). The policy names its user by id: the
-// server's users list is another value only it knows, looked up by hand.
-func dependents(api, ns string, i int, teamID, userID int64) []client.Object {
-	team := fmt.Sprintf("%s/api/teams/%d", api, teamID)
-	sw := fmt.Sprintf("t%d-sw0", i)
-	in := fmt.Sprintf("t%d-in0", i)
-	// The switches and integrations of a team have no GET of one: a
-	// Request observes the team's list and finds its object by name.
-	named := func(what string) string {
-		return `.payload.body.name as $n | ` + what
+	m.Token = tokenSecret
+	var out strings.Builder
+	if err := t.ExecuteTemplate(&out, what, m); err != nil {
+		return nil, err
 	}
-	return []client.Object{
-		request(ns, fmt.Sprintf("t%d-policy", i), map[string]any{
-			"headers": headers(),
-			"payload": map[string]any{"baseUrl": team + "/escalation", "body": body(map[string]any{
-				"repeat_count": 1,
-				"levels":       []any{map[string]any{"timeout": "5m", "targets": []any{map[string]any{"kind": "oncall"}, map[string]any{"kind": "user", "user_id": userID}}}},
-			})},
-			// One policy per team, replaced by PUT; "deleting" it is a PUT
-			// of an empty one.
-			"mappings": []any{
-				map[string]any{"action": "CREATE", "method": "PUT", "url": ".payload.baseUrl", "body": ".payload.body"},
-				map[string]any{"action": "OBSERVE", "url": ".payload.baseUrl"},
-				map[string]any{"action": "UPDATE", "method": "PUT", "url": ".payload.baseUrl", "body": ".payload.body"},
-				map[string]any{"action": "REMOVE", "method": "PUT", "url": ".payload.baseUrl", "body": "{ repeat_count: 0, levels: [] }"},
-			},
-			"isRemovedCheck": map[string]any{"type": "CUSTOM", "logic": "(.response.body.levels // []) | length == 0"},
-		}),
-		request(ns, sw, map[string]any{
-			"headers": headers(),
-			"payload": map[string]any{"baseUrl": team + "/deadman/switches", "body": body(map[string]any{"name": sw, "matcher": "alertname=Watchdog,switch=" + sw, "timeout": "15m"})},
-			"mappings": []any{
-				map[string]any{"action": "CREATE", "url": ".payload.baseUrl", "body": ".payload.body"},
-				map[string]any{"action": "OBSERVE", "url": ".payload.baseUrl"},
-				map[string]any{"action": "UPDATE", "url": byID, "body": ".payload.body"},
-				map[string]any{"action": "REMOVE", "url": byID},
-			},
-			"expectedResponseCheck": map[string]any{"type": "CUSTOM", "logic": `.payload.body as $w | any(.response.body[]?; .name == $w.name and .matcher == $w.matcher and .timeout == $w.timeout)`},
-			"isRemovedCheck":        map[string]any{"type": "CUSTOM", "logic": named(`.response.statusCode == 404 or all(.response.body[]?; .name != $n)`)},
-		}),
-		request(ns, in, map[string]any{
-			"headers": headers(),
-			"payload": map[string]any{"baseUrl": team + "/integrations", "body": body(map[string]any{"kind": "alertmanager", "name": in})},
-			"mappings": []any{
-				map[string]any{"action": "CREATE", "url": ".payload.baseUrl", "body": ".payload.body"},
-				map[string]any{"action": "OBSERVE", "url": ".payload.baseUrl"},
-				map[string]any{"action": "UPDATE", "method": "PATCH", "url": byID, "body": "{ name: .payload.body.name }"},
-				map[string]any{"action": "REMOVE", "url": byID},
-			},
-			"expectedResponseCheck": map[string]any{"type": "CUSTOM", "logic": named(`any(.response.body[]?; .name == $n)`)},
-			"isRemovedCheck":        map[string]any{"type": "CUSTOM", "logic": named(`.response.statusCode == 404 or all(.response.body[]?; .name != $n)`)},
-			// The once-shown webhook URL and key go to a Secret, the way its
-			// documentation shows response data kept out of sight.
-			"secretInjectionConfigs": []any{map[string]any{
-				"secretRef":         map[string]any{"name": in + "-webhook", "namespace": ns},
-				"setOwnerReference": true,
-				"keyMappings": []any{
-					map[string]any{"secretKey": "url", "responseJQ": ".body.url", "missingFieldStrategy": "preserve"},
-					map[string]any{"secretKey": "key", "responseJQ": ".body.key", "missingFieldStrategy": "preserve"},
-				},
-			}},
-		}),
+	var objs []client.Object
+	for doc := range strings.SplitSeq(out.String(), "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			return nil, fmt.Errorf("requests.yaml %s: %w", what, err)
+		}
+		objs = append(objs, u)
 	}
+	return objs, nil
 }
 
 // requestState is what a Request reports: Ready and Synced, when it turned
@@ -243,7 +186,7 @@ func requestState(u *unstructured.Unstructured) (ready bool, at time.Time, id in
 // requests lists ns's Requests from the watches.
 func (b *bench) requests(ctx context.Context, ns string) ([]unstructured.Unstructured, error) {
 	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(requestGVK.GroupVersion().WithKind("RequestList"))
+	l.SetGroupVersionKind(requestGVK().GroupVersion().WithKind("RequestList"))
 	if err := b.seen.List(ctx, l, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
@@ -268,7 +211,7 @@ func (b *bench) peerRun(ctx context.Context, p *peer, ns string, sh shape, label
 	if err != nil {
 		return r, err
 	}
-	var alice int64
+	var alice int64 // the policies' user
 	for _, u := range st.Users {
 		if u.Username == "alice" {
 			alice = u.ID
@@ -284,47 +227,9 @@ func (b *bench) peerRun(ctx context.Context, p *peer, ns string, sh shape, label
 	cpuBefore := b.cpu()
 	_, peerCPU := procStats(p.proc.PID())
 	start := time.Now()
-	var teams []client.Object
-	for i := range sh.Teams {
-		teams = append(teams, teamRequest(d.URL, ns, i))
-	}
-	if err := b.createAll(ctx, teams); err != nil {
+	ready, err := b.createRequests(ctx, p, manifest{API: d.URL, NS: ns, UserID: alice}, sh.Teams, r.MRs)
+	if err != nil {
 		return r, err
-	}
-	// As each team reports its id, its dependents are created.
-	made := map[string]bool{}
-	var ready []time.Time
-	for deadline := start.Add(30 * time.Minute); ; time.Sleep(time.Second) {
-		items, err := b.requests(ctx, ns)
-		if err != nil {
-			return r, err
-		}
-		var next []client.Object
-		ready = ready[:0]
-		for i := range items {
-			u := &items[i]
-			ok, at, id := requestState(u)
-			if ok {
-				ready = append(ready, at)
-			}
-			n, isTeam := strings.CutPrefix(u.GetName(), "t")
-			if i, err := strconv.Atoi(n); err == nil && isTeam && ok && id > 0 && !made[u.GetName()] {
-				made[u.GetName()] = true
-				next = append(next, dependents(d.URL, ns, i, id, alice)...)
-			}
-		}
-		if err := b.createAll(ctx, next); err != nil {
-			return r, err
-		}
-		if len(ready) >= r.MRs {
-			break
-		}
-		if p.proc.Exited() {
-			return r, errors.New("provider-http exited")
-		}
-		if time.Now().After(deadline) {
-			return r, fmt.Errorf("%d of %d Requests Ready after 30 minutes", len(ready), r.MRs)
-		}
 	}
 	r.ReadySeconds = time.Since(start).Seconds()
 	r.P50, r.P95, r.Max = percentiles(ready, start)
@@ -381,7 +286,7 @@ func (b *bench) deleteRequests(ctx context.Context, ns string) error {
 	for i := range items {
 		objs = append(objs, items[i].DeepCopy())
 	}
-	if err := b.each(ctx, objs, func(o client.Object) error { return client.IgnoreNotFound(b.kube.Delete(ctx, o)) }); err != nil {
+	if err := b.each(objs, func(o client.Object) error { return client.IgnoreNotFound(b.kube.Delete(ctx, o)) }); err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(15 * time.Minute); ; time.Sleep(time.Second) {
@@ -464,4 +369,55 @@ func (b *bench) peers(ctx context.Context, plan []step) ([]result, error) {
 	}
 	printRow(os.Stderr, tuned)
 	return []result{defaults, tuned}, nil
+}
+
+// createRequests creates the teams' Requests of m.NS and, as each team
+// reports its id, its dependents; it returns when want are Ready, with
+// when each turned Ready.
+func (b *bench) createRequests(ctx context.Context, p *peer, m manifest, teams, want int) ([]time.Time, error) {
+	var objs []client.Object
+	for i := range teams {
+		m.I = i
+		t, err := m.objects("team")
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, t...)
+	}
+	made := map[int]bool{}
+	for deadline := time.Now().Add(30 * time.Minute); ; time.Sleep(time.Second) {
+		if err := b.createAll(ctx, objs); err != nil {
+			return nil, err
+		}
+		items, err := b.requests(ctx, m.NS)
+		if err != nil {
+			return nil, err
+		}
+		var ready []time.Time
+		objs = objs[:0]
+		for i := range items {
+			ok, at, id := requestState(&items[i])
+			if !ok {
+				continue
+			}
+			ready = append(ready, at)
+			if t, err := strconv.Atoi(strings.TrimPrefix(items[i].GetName(), "t")); err == nil && id > 0 && !made[t] {
+				made[t] = true
+				m.I, m.TeamID = t, id
+				deps, err := m.objects("dependents")
+				if err != nil {
+					return nil, err
+				}
+				objs = append(objs, deps...)
+			}
+		}
+		switch {
+		case len(ready) >= want:
+			return ready, nil
+		case p.proc.Exited():
+			return nil, errors.New("provider-http exited")
+		case time.Now().After(deadline):
+			return nil, fmt.Errorf("%d of %d Requests Ready after 30 minutes", len(ready), want)
+		}
+	}
 }

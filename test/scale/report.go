@@ -70,8 +70,10 @@ func (r *report) addPeers(peers []result) {
 	r.Peers = append(r.Peers, *ours)
 	for _, p := range peers {
 		pr := row(p)
-		pr.Ratios = []float64{div(pr.ReadySeconds, ours.ReadySeconds), div(pr.P95, ours.P95), div(pr.RequestsPerMRPoll, ours.RequestsPerMRPoll),
-			div(pr.BytesPerMRPoll, ours.BytesPerMRPoll), div(pr.PeakRSSMiB, ours.PeakRSSMiB), div(pr.CreateCPUSeconds, ours.CreateCPUSeconds), div(pr.DeleteSeconds, ours.DeleteSeconds)}
+		pr.Ratios = []float64{
+			div(pr.ReadySeconds, ours.ReadySeconds), div(pr.P95, ours.P95), div(pr.RequestsPerMRPoll, ours.RequestsPerMRPoll),
+			div(pr.BytesPerMRPoll, ours.BytesPerMRPoll), div(pr.PeakRSSMiB, ours.PeakRSSMiB), div(pr.CreateCPUSeconds, ours.CreateCPUSeconds), div(pr.DeleteSeconds, ours.DeleteSeconds),
+		}
 		r.Peers = append(r.Peers, pr)
 	}
 }
@@ -106,7 +108,6 @@ func printPeers(w io.Writer, peers []peerRow) {
 		}
 	}
 }
-
 
 // ratio compares a naive run with the shared one of the same shape.
 type ratio struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +35,7 @@ type subject struct {
 	poll   time.Duration
 	teamID int64 // team 0's, on the server
 	// sw makes the object that asks for switch name of team 0.
-	sw func(name string) client.Object
+	sw func(name string) (client.Object, error)
 	// ready is whether that object is Ready.
 	ready   func(ctx context.Context, name string) bool
 	kill    func()
@@ -55,13 +54,13 @@ func (b *bench) ourSubject(ctx context.Context, ns string) (subject, error) {
 	}
 	return subject{
 		ns: ns, poll: b.poll, teamID: id,
-		sw: func(name string) client.Object {
-			return &v1alpha1.DeadmanSwitch{
+		sw: func(name string) (client.Object, error) {
+			return &v1alpha1.DeadmanSwitch{ // as the shape writes them
 				ObjectMeta: objectMeta(ns, name),
 				Spec: v1alpha1.DeadmanSwitchSpec{ForProvider: v1alpha1.DeadmanSwitchParameters{
 					TeamIDRef: &xpv2.Reference{Name: "t0"}, Name: name, Matcher: "alertname=Watchdog,switch=" + name, Timeout: "15m",
 				}},
-			}
+			}, nil
 		},
 		ready: func(ctx context.Context, name string) bool {
 			sw := &v1alpha1.DeadmanSwitch{}
@@ -81,27 +80,18 @@ func (b *bench) peerSubject(ctx context.Context, p *peer, ns string, poll time.D
 	if err != nil {
 		return subject{}, err
 	}
-	st, err := b.stack.Double.State(ctx)
-	if err != nil {
-		return subject{}, err
-	}
 	return subject{
 		ns: ns, poll: poll, teamID: id,
-		sw: func(name string) client.Object {
-			// Team 0's switch Request, as the shape writes it, renamed.
-			for _, o := range dependents(b.stack.Double.URL, ns, 0, id, st.Users[0].ID) {
-				if strings.HasSuffix(o.GetName(), "-sw0") {
-					u, _ := o.(*unstructured.Unstructured)
-					u.SetName(name)
-					_ = unstructured.SetNestedField(u.Object, body(map[string]any{"name": name, "matcher": "alertname=Watchdog,switch=" + name, "timeout": "15m"}), "spec", "forProvider", "payload", "body")
-					return u
-				}
+		sw: func(name string) (client.Object, error) {
+			objs, err := manifest{API: b.stack.Double.URL, NS: ns, TeamID: id, Name: name}.objects("switch")
+			if err != nil {
+				return nil, err
 			}
-			return nil
+			return objs[0], nil
 		},
 		ready: func(ctx context.Context, name string) bool {
 			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(requestGVK)
+			u.SetGroupVersionKind(requestGVK())
 			if b.seen.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u) != nil {
 				return false
 			}
@@ -156,100 +146,129 @@ func (b *bench) trials(ctx context.Context, s subject, leaks int) ([]behaviour, 
 	if err != nil {
 		return nil, err
 	}
-	wait := func(name string, limit time.Duration) bool {
-		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(time.Second) {
-			if s.ready(ctx, name) {
-				return true
-			}
-		}
-		return false
-	}
-
-	// Drift: the team renamed on the server behind the provider's back.
-	drifted := s.ns + " team 0 renamed by hand"
-	if err := admin.RenameTeam(ctx, s.teamID, drifted); err != nil {
-		return nil, err
-	}
-	reverted := time.Duration(0)
-	start := time.Now()
-	for time.Since(start) < s.poll+15*time.Second {
-		t, err := admin.GetTeam(ctx, s.teamID)
+	for _, try := range []func(context.Context, subject, *terdut.Client) (behaviour, error){b.drift, b.adopt, b.after504, b.killed} {
+		got, err := try(ctx, s, admin)
 		if err != nil {
 			return nil, err
 		}
-		if t.Name == s.ns+" team 0" {
-			reverted = time.Since(start)
-			break
+		out = append(out, got)
+	}
+	return out, nil
+}
+
+// waitReady waits up to limit for s's switch name to be Ready.
+func (s subject) waitReady(ctx context.Context, name string, limit time.Duration) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if s.ready(ctx, name) {
+			return true
 		}
+	}
+	return false
+}
+
+// drift renames team 0 on the server behind the provider's back.
+func (b *bench) drift(ctx context.Context, s subject, admin *terdut.Client) (behaviour, error) {
+	want := s.ns + " team 0"
+	if err := admin.RenameTeam(ctx, s.teamID, s.ns+" team 0 renamed by hand"); err != nil {
+		return behaviour{}, err
+	}
+	start := time.Now()
+	reverted := time.Duration(0)
+	for reverted == 0 && time.Since(start) < s.poll+15*time.Second {
 		time.Sleep(time.Second)
+		t, err := admin.GetTeam(ctx, s.teamID)
+		if err != nil {
+			return behaviour{}, err
+		}
+		if t.Name == want {
+			reverted = time.Since(start)
+		}
 	}
 	found := "not reverted within a poll + 15 s"
 	if reverted > 0 {
 		found = fmt.Sprintf("reverted after %.0f s (poll %s)", reverted.Seconds(), s.poll)
 	}
-	out = append(out, behaviour{What: "drift reverted within a poll", How: "team renamed on the server; its name read back every second", Good: reverted > 0, Found: found})
+	return behaviour{What: "drift reverted within a poll", How: "team renamed on the server; its name read back every second", Good: reverted > 0, Found: found}, nil
+}
 
-	// A switch that exists on the server under the name asked for: the API
-	// has no unique names, so a second create duplicates it.
-	if _, err := admin.CreateDeadmanSwitch(ctx, s.teamID, terdut.DeadmanSwitch{Name: "made-by-hand", Matcher: "alertname=Watchdog,switch=made-by-hand", Timeout: "15m"}); err != nil {
-		return nil, err
+// adopt asks for a switch that already exists on the server under that
+// name: the API has no unique names, so a second create duplicates it.
+func (b *bench) adopt(ctx context.Context, s subject, admin *terdut.Client) (behaviour, error) {
+	const name = "made-by-hand"
+	if _, err := admin.CreateDeadmanSwitch(ctx, s.teamID, terdut.DeadmanSwitch{Name: name, Matcher: "alertname=Watchdog,switch=" + name, Timeout: "15m"}); err != nil {
+		return behaviour{}, err
 	}
-	if err := b.kube.Create(ctx, s.sw("made-by-hand")); err != nil {
-		return nil, err
+	if err := b.ask(ctx, s, name); err != nil {
+		return behaviour{}, err
 	}
-	ok := wait("made-by-hand", 2*s.poll)
-	n, err := b.switchesNamed(ctx, s.teamID, "made-by-hand")
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, behaviour{What: "existing switch adopted, not duplicated", How: "switch made on the server, then asked for by the same name", Good: n == 1, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok))})
+	ok := s.waitReady(ctx, name, 2*s.poll)
+	n, err := b.switchesNamed(ctx, s.teamID, name)
+	return behaviour{
+		What: "existing switch adopted, not duplicated", How: "switch made on the server, then asked for by the same name",
+		Good: n == 1, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok)),
+	}, err
+}
 
-	// A 504 after the server committed the POST.
-	if err := b.stack.Double.AddFault(ctx, terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusGatewayTimeout, Commit: true, Times: 1}); err != nil {
-		return nil, err
+// after504 has the double commit a switch's POST and answer 504.
+func (b *bench) after504(ctx context.Context, s subject, _ *terdut.Client) (behaviour, error) {
+	const name = "after-504"
+	if err := b.stack.Double.AddFault(ctx, terdutdouble.Fault{Method: http.MethodPost, Route: switchesRoute, Status: http.StatusGatewayTimeout, Commit: true, Times: 1}); err != nil {
+		return behaviour{}, err
 	}
-	if err := b.kube.Create(ctx, s.sw("after-504")); err != nil {
-		return nil, err
+	if err := b.ask(ctx, s, name); err != nil {
+		return behaviour{}, err
 	}
-	ok = wait("after-504", 2*s.poll)
-	n, err = b.switchesNamed(ctx, s.teamID, "after-504")
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, behaviour{What: "no second create after a 504 to a committed POST", How: "the double commits a switch's POST, answers 504", Good: n == 1, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok))})
+	ok := s.waitReady(ctx, name, 2*s.poll)
+	n, err := b.switchesNamed(ctx, s.teamID, name)
+	return behaviour{
+		What: "no second create after a 504 to a committed POST", How: "the double commits a switch's POST, answers 504",
+		Good: n == 1, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok)),
+	}, err
+}
 
-	// Killed between the POST and the status write, five times.
-	dups, stuck := 0, 0
+// switchesRoute is the route of a team's switches.
+const switchesRoute = "/api/teams/{id}/deadman/switches"
+
+// killed kills the provider between a committed POST and its status
+// write, five times: the double holds the POST's answer while the
+// provider is killed, then restarted.
+func (b *bench) killed(ctx context.Context, s subject, _ *terdut.Client) (behaviour, error) {
+	dups, stuck, missing := 0, 0, 0
 	for i := range 5 {
 		name := fmt.Sprintf("killed-%d", i)
-		if err := b.stack.Double.AddFault(ctx, terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/deadman/switches", Commit: true, Delay: terdutdouble.Duration(10 * time.Second), Times: 1}); err != nil {
-			return nil, err
+		if err := b.stack.Double.AddFault(ctx, terdutdouble.Fault{Method: http.MethodPost, Route: switchesRoute, Commit: true, Delay: terdutdouble.Duration(10 * time.Second), Times: 1}); err != nil {
+			return behaviour{}, err
 		}
-		if err := b.kube.Create(ctx, s.sw(name)); err != nil {
-			return nil, err
+		if err := b.ask(ctx, s, name); err != nil {
+			return behaviour{}, err
 		}
-		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-			if n, err := b.switchesNamed(ctx, s.teamID, name); err != nil || n > 0 || time.Now().After(deadline) {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if n, err := b.switchesNamed(ctx, s.teamID, name); err != nil || n > 0 {
 				break
 			}
 		}
 		s.kill()
 		if err := s.restart(ctx); err != nil {
-			return nil, err
+			return behaviour{}, err
 		}
-		if !wait(name, 2*s.poll) {
+		if !s.waitReady(ctx, name, 2*s.poll) {
 			stuck++
 		}
-		if n, err := b.switchesNamed(ctx, s.teamID, name); err != nil {
-			return nil, err
-		} else if n != 1 {
+		n, err := b.switchesNamed(ctx, s.teamID, name)
+		if err != nil {
+			return behaviour{}, err
+		}
+		switch {
+		case n > 1:
 			dups++
+		case n == 0:
+			missing++
 		}
 	}
-	_ = b.stack.Double.ClearFaults(ctx)
-	out = append(out, behaviour{What: "no duplicate after a kill between POST and status write", How: "SIGKILL while the double holds a committed POST's answer, restart; 5 trials",
-		Good: dups == 0, Found: fmt.Sprintf("%d of 5 duplicated, %d not Ready within two polls", dups, stuck)})
-	return out, nil
+	return behaviour{
+		What: "no duplicate after a kill between POST and status write", How: "SIGKILL while the double holds a committed POST's answer, restart; 5 trials",
+		Good: dups == 0 && missing == 0, Found: fmt.Sprintf("%d of 5 duplicated, %d missing, %d not Ready within two polls", dups, missing, stuck),
+	}, b.stack.Double.ClearFaults(ctx)
 }
 
 func yesNo(v bool) string {
@@ -261,4 +280,13 @@ func yesNo(v bool) string {
 
 func objectMeta(ns, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}
+
+// ask asks s for switch name of team 0.
+func (b *bench) ask(ctx context.Context, s subject, name string) error {
+	o, err := s.sw(name)
+	if err != nil {
+		return err
+	}
+	return b.kube.Create(ctx, o)
 }

@@ -69,7 +69,10 @@ func moduleDir(ctx context.Context, module, version string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	out, err := cmd.Output()
-	var m struct{ Dir, Error string }
+	var m struct {
+		Dir   string `json:"Dir"`
+		Error string `json:"Error"`
+	}
 	if jerr := json.Unmarshal(out, &m); jerr != nil && err == nil {
 		err = jerr
 	}
