@@ -376,6 +376,9 @@ func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.D
 		if len(ready) >= want && notReady == 0 {
 			return ready, nil
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := b.alive(); err != nil {
 			return nil, err
 		}

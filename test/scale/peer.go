@@ -295,6 +295,9 @@ func (b *bench) deleteRequests(ctx context.Context, ns string) error {
 			return err
 		}
 		left := len(items)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		st, err := b.stack.Double.State(ctx)
 		if err != nil {
 			return err
@@ -386,6 +389,9 @@ func (b *bench) createRequests(ctx context.Context, p *peer, m manifest, teams, 
 	}
 	made := map[int]bool{}
 	for deadline := time.Now().Add(30 * time.Minute); ; time.Sleep(time.Second) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := b.createAll(ctx, objs); err != nil {
 			return nil, err
 		}
