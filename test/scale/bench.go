@@ -79,6 +79,12 @@ type result struct {
 	// Leaks is how many once-shown integration keys the server issued that
 	// the namespace's objects show (kubectl get -o yaml), Secrets aside.
 	Leaks int `json:"leaks"`
+	// NotReady is how many never turned Ready (the peer: none more for
+	// three polls); ReadySeconds is then to the last that did.
+	NotReady int `json:"notReady,omitempty"`
+	// LeftAfterDelete is how many objects or server teams were left when
+	// deletion made no more progress (their finalizers then taken off).
+	LeftAfterDelete int `json:"leftAfterDelete,omitempty"`
 	// Behaviours are what a user would notice beyond speed, tried after
 	// the run's rest (the compared shape only).
 	Behaviours []behaviour `json:"behaviours,omitempty"`

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -227,11 +228,23 @@ func (b *bench) peerRun(ctx context.Context, p *peer, ns string, sh shape, label
 	cpuBefore := b.cpu()
 	_, peerCPU := procStats(p.proc.PID())
 	start := time.Now()
-	ready, err := b.createRequests(ctx, p, manifest{API: d.URL, NS: ns, UserID: alice}, sh.Teams, r.MRs)
+	stall := max(3*poll, 2*time.Minute)
+	ready, err := b.createRequests(ctx, p, manifest{API: d.URL, NS: ns, UserID: alice}, sh.Teams, r.MRs, stall)
 	if err != nil {
 		return r, err
 	}
-	r.ReadySeconds = time.Since(start).Seconds()
+	if len(ready) == 0 {
+		return r, fmt.Errorf("no Request of %s turned Ready; see %s", ns, filepath.Join(b.stack.Run, "provider-http.log"))
+	}
+	end := time.Now()
+	if r.NotReady = r.MRs - len(ready); r.NotReady > 0 {
+		b.logf("%d of %d Requests not Ready, none more for %s: timed to the last that was", r.NotReady, r.MRs, stall)
+		end = start
+		for _, t := range ready {
+			end = maxTime(end, t)
+		}
+	}
+	r.ReadySeconds = end.Sub(start).Seconds()
 	r.P50, r.P95, r.Max = percentiles(ready, start)
 	after, err := b.peerMetric(ctx, `controller_runtime_reconcile_total{controller="managed/request`)
 	if err != nil {
@@ -267,53 +280,84 @@ func (b *bench) peerRun(ctx context.Context, p *peer, ns string, sh shape, label
 	}
 
 	start = time.Now()
-	if err := b.deleteRequests(ctx, ns); err != nil {
+	left, err := b.deleteRequests(ctx, ns, stall)
+	if err != nil {
 		return r, err
 	}
 	r.DeleteSeconds = time.Since(start).Seconds()
-	b.logf("deleted in %.1fs", r.DeleteSeconds)
+	r.LeftAfterDelete = left
+	b.logf("deleted in %.1fs (%d Requests or server teams left)", r.DeleteSeconds, left)
 	return r, nil
 }
 
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // deleteRequests deletes ns's Requests, one delete each with eight
-// writers, and waits until they and the server's teams of ns are gone.
-func (b *bench) deleteRequests(ctx context.Context, ns string) error {
+// writers, and waits until they and the server's teams of ns are gone, or
+// none more went for stall. Then it counts what is left, and takes the
+// finalizers off the Requests left, as their owner would have to.
+func (b *bench) deleteRequests(ctx context.Context, ns string, stall time.Duration) (int, error) {
 	items, err := b.requests(ctx, ns)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	objs := make([]client.Object, 0, len(items))
 	for i := range items {
 		objs = append(objs, items[i].DeepCopy())
 	}
 	if err := b.each(objs, func(o client.Object) error { return client.IgnoreNotFound(b.kube.Delete(ctx, o)) }); err != nil {
-		return err
+		return 0, err
 	}
-	for deadline := time.Now().Add(15 * time.Minute); ; time.Sleep(time.Second) {
+	progress, fewest := time.Now(), -1
+	for ; ; time.Sleep(time.Second) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		items, err := b.requests(ctx, ns)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		left := len(items)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		st, err := b.stack.Double.State(ctx)
+		teams, err := b.serverTeams(ctx, ns)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		for _, t := range st.Teams {
-			if strings.HasPrefix(t.Name, ns+" ") {
-				left++
-			}
+		left := len(items) + teams
+		if fewest < 0 || left < fewest {
+			progress, fewest = time.Now(), left
 		}
 		if left == 0 {
-			return nil
+			return 0, nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d Requests or server teams of %s left after 15 minutes; see %s", left, ns, filepath.Join(b.stack.Run, "provider-http.log"))
+		if time.Since(progress) > stall {
+			objs = objs[:0]
+			for i := range items {
+				objs = append(objs, items[i].DeepCopy())
+			}
+			return left, b.each(objs, func(o client.Object) error {
+				return client.IgnoreNotFound(b.kube.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
+			})
 		}
 	}
+}
+
+// serverTeams counts the server's teams of ns.
+func (b *bench) serverTeams(ctx context.Context, ns string) (int, error) {
+	st, err := b.stack.Double.State(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range st.Teams {
+		if strings.HasPrefix(t.Name, ns+" ") {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // leaks counts the once-shown integration keys the double issued that
@@ -376,8 +420,9 @@ func (b *bench) peers(ctx context.Context, plan []step) ([]result, error) {
 
 // createRequests creates the teams' Requests of m.NS and, as each team
 // reports its id, its dependents; it returns when want are Ready, with
-// when each turned Ready.
-func (b *bench) createRequests(ctx context.Context, p *peer, m manifest, teams, want int) ([]time.Time, error) {
+// when each turned Ready, or when none more turned Ready for stall (a
+// Request that lost the id its POST returned never does).
+func (b *bench) createRequests(ctx context.Context, p *peer, m manifest, teams, want int, stall time.Duration) ([]time.Time, error) {
 	var objs []client.Object
 	for i := range teams {
 		m.I = i
@@ -388,7 +433,8 @@ func (b *bench) createRequests(ctx context.Context, p *peer, m manifest, teams, 
 		objs = append(objs, t...)
 	}
 	made := map[int]bool{}
-	for deadline := time.Now().Add(30 * time.Minute); ; time.Sleep(time.Second) {
+	progress, most := time.Now(), 0
+	for ; ; time.Sleep(time.Second) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -417,13 +463,14 @@ func (b *bench) createRequests(ctx context.Context, p *peer, m manifest, teams, 
 				objs = append(objs, deps...)
 			}
 		}
+		if len(ready) > most {
+			progress, most = time.Now(), len(ready)
+		}
 		switch {
-		case len(ready) >= want:
+		case len(ready) >= want, time.Since(progress) > stall:
 			return ready, nil
 		case p.proc.Exited():
 			return nil, errors.New("provider-http exited")
-		case time.Now().After(deadline):
-			return nil, fmt.Errorf("%d of %d Requests Ready after 30 minutes", len(ready), want)
 		}
 	}
 }

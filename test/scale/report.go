@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -36,6 +37,8 @@ type peerRow struct {
 	PeakRSSMiB        float64     `json:"peakRSSMiB"`
 	CreateCPUSeconds  float64     `json:"createCPUSeconds"`
 	DeleteSeconds     float64     `json:"deleteSeconds"`
+	NotReady          int         `json:"notReady"`
+	LeftAfterDelete   int         `json:"leftAfterDelete"`
 	Ratios            []float64   `json:"ratiosToOurs,omitempty"`
 	Behaviours        []behaviour `json:"behaviours,omitempty"`
 }
@@ -54,6 +57,7 @@ func (r *report) addPeers(peers []result) {
 			Provider: name, Args: res.ProviderArgs, ReadySeconds: res.ReadySeconds, P95: res.P95,
 			RequestsPerMRPoll: res.RequestsPerMRPoll, BytesPerMRPoll: res.BytesPerMRPerPoll, PeakRSSMiB: res.ProviderPeakRSSMiB,
 			CreateCPUSeconds: res.CreateCPUSeconds["provider"], DeleteSeconds: res.DeleteSeconds, Behaviours: res.Behaviours,
+			NotReady: res.NotReady, LeftAfterDelete: res.LeftAfterDelete,
 		}
 	}
 	var ours *peerRow
@@ -78,23 +82,25 @@ func (r *report) addPeers(peers []result) {
 	}
 }
 
-const peerFormat = "%-44s %8s %6s %10s %10s %9s %8s %7s\n"
+const peerFormat = "%-44s %8s %6s %10s %10s %9s %8s %7s %9s %6s\n"
 
 // printPeers prints the peers' table, ratios under each peer, then the
 // behaviours side by side.
 func printPeers(w io.Writer, peers []peerRow) {
 	_, _ = fmt.Fprintf(w, "\nside by side with crossplane-contrib's provider-http (%s, same double, control plane and run):\n", "the compared shape")
-	_, _ = fmt.Fprintf(w, peerFormat, "provider", "ready s", "p95 s", "req/MR", "bytes/MR", "peak RSS", "CPU s", "del s")
-	_, _ = fmt.Fprintf(w, peerFormat, "", "", "", "per poll", "per poll", "MiB", "creating", "")
+	_, _ = fmt.Fprintf(w, peerFormat, "provider", "ready s", "p95 s", "req/MR", "bytes/MR", "peak RSS", "CPU s", "del s", "not Ready", "left")
+	_, _ = fmt.Fprintf(w, peerFormat, "", "", "", "per poll", "per poll", "MiB", "creating", "", "", "")
 	for _, p := range peers {
 		_, _ = fmt.Fprintf(w, peerFormat, p.Provider, fmt.Sprintf("%.1f", p.ReadySeconds), fmt.Sprintf("%.0f", p.P95), fmt.Sprintf("%.3f", p.RequestsPerMRPoll),
-			fmt.Sprintf("%.0f", p.BytesPerMRPoll), fmt.Sprintf("%.1f", p.PeakRSSMiB), fmt.Sprintf("%.1f", p.CreateCPUSeconds), fmt.Sprintf("%.1f", p.DeleteSeconds))
+			fmt.Sprintf("%.0f", p.BytesPerMRPoll), fmt.Sprintf("%.1f", p.PeakRSSMiB), fmt.Sprintf("%.1f", p.CreateCPUSeconds), fmt.Sprintf("%.1f", p.DeleteSeconds),
+			strconv.Itoa(p.NotReady), strconv.Itoa(p.LeftAfterDelete))
 		if len(p.Ratios) == 7 {
-			x := make([]any, 0, 8)
+			x := make([]any, 0, 10)
 			x = append(x, "  x provider-terdut's")
 			for _, v := range p.Ratios {
 				x = append(x, fmt.Sprintf("x%.2f", v))
 			}
+			x = append(x, "", "")
 			_, _ = fmt.Fprintf(w, peerFormat, x...)
 		}
 		if p.Args != "" {
