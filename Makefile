@@ -121,10 +121,12 @@ test: check-generate lint unit fuzz render packages e2e
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 
-## bench-scale: provider-terdut with 100, 300 and 1,000 managed resources
-## (and teams of 50 switches, and --naive side by side) on the local control
-## plane against the double at +20 ms; prints a table, writes
-## _output/bench/scale.{json,svg}. BENCH_ARGS adds flags (see test/scale).
+## bench-scale: provider-terdut with 100, 300, 1,000 and 5,000 managed
+## resources (and teams of 50 switches, --naive, foreign Secrets, a noisy
+## neighbour) and crossplane-contrib's provider-http (built from its module,
+## cached) on the same 1,000, on the local control plane against the double at
+## +20 ms; prints tables, writes _output/bench/scale.{json,svg}. BENCH_ARGS
+## adds flags (see test/scale).
 bench-scale: cluster-build
 	$(GO) run ./test/scale $(BENCH_ARGS)
 

@@ -260,7 +260,7 @@ func (b *bench) peerRun(ctx context.Context, p *peer, ns string, sh shape, label
 	}
 	_, peerCPUAfter := procStats(p.proc.PID())
 	r.CreateCPUSeconds["provider"] = peerCPUAfter - peerCPU
-	b.logf("%d Requests Ready in %.1fs (CPU seconds meanwhile: %s); at rest for two polls", r.MRs, r.ReadySeconds, cpuSeconds(r.CreateCPUSeconds))
+	b.logf("%d of %d Requests Ready in %.1fs (CPU seconds meanwhile: %s); at rest for two polls", len(ready), r.MRs, r.ReadySeconds, cpuSeconds(r.CreateCPUSeconds))
 
 	if err := b.atRest(ctx, &r, poll, 2, nil); err != nil {
 		return r, err

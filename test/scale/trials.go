@@ -267,7 +267,7 @@ func (b *bench) killed(ctx context.Context, s subject, _ *terdut.Client) (behavi
 	}
 	return behaviour{
 		What: "no duplicate after a kill between POST and status write", How: "SIGKILL while the double holds a committed POST's answer, restart; 5 trials",
-		Good: dups == 0 && missing == 0, Found: fmt.Sprintf("%d of 5 duplicated, %d missing, %d not Ready within two polls", dups, missing, stuck),
+		Good: dups == 0 && missing == 0 && stuck == 0, Found: fmt.Sprintf("%d of 5 duplicated, %d missing, %d not Ready within two polls", dups, missing, stuck),
 	}, b.stack.Double.ClearFaults(ctx)
 }
 
