@@ -205,7 +205,7 @@ func (b *bench) adopt(ctx context.Context, s subject, admin *terdut.Client) (beh
 	n, err := b.switchesNamed(ctx, s.teamID, name)
 	return behaviour{
 		What: "existing switch adopted, not duplicated", How: "switch made on the server, then asked for by the same name",
-		Good: n == 1, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok)),
+		Good: n == 1 && ok, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok)),
 	}, err
 }
 
@@ -222,7 +222,7 @@ func (b *bench) after504(ctx context.Context, s subject, _ *terdut.Client) (beha
 	n, err := b.switchesNamed(ctx, s.teamID, name)
 	return behaviour{
 		What: "no second create after a 504 to a committed POST", How: "the double commits a switch's POST, answers 504",
-		Good: n == 1, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok)),
+		Good: n == 1 && ok, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok)),
 	}, err
 }
 
