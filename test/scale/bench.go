@@ -212,13 +212,8 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm, 
 	if err != nil {
 		return r, err
 	}
-	r.ReconcilesPerSecond = float64(after-before) / r.ReadySeconds
-	if r.CreateRequests, err = d.Counters(ctx); err != nil {
+	if err := b.created(ctx, &r, after-before, cpuBefore); err != nil {
 		return r, err
-	}
-	r.CreateCPUSeconds = map[string]float64{}
-	for name, after := range b.cpu() {
-		r.CreateCPUSeconds[name] = after - cpuBefore[name]
 	}
 	b.logf("%d MRs Ready in %.1fs (CPU seconds meanwhile: %s); at rest for three polls", r.MRs, r.ReadySeconds, cpuSeconds(r.CreateCPUSeconds))
 
@@ -395,6 +390,22 @@ func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.D
 	}
 }
 
+// created records what creating cost, once r.ReadySeconds is known: the
+// reconciles a second, the server's requests by route and the CPU seconds
+// of the control plane and the provider since cpuBefore.
+func (b *bench) created(ctx context.Context, r *result, reconciles int, cpuBefore map[string]float64) error {
+	r.ReconcilesPerSecond = float64(reconciles) / r.ReadySeconds
+	var err error
+	if r.CreateRequests, err = b.stack.Double.Counters(ctx); err != nil {
+		return err
+	}
+	r.CreateCPUSeconds = map[string]float64{}
+	for name, after := range b.cpu() {
+		r.CreateCPUSeconds[name] = after - cpuBefore[name]
+	}
+	return nil
+}
+
 // atRest measures n polls of poll with nothing to do: requests and
 // bytes to the server per MR per poll and, given checks (a counter of the
 // MRs compared with the server), checks per MR per poll.
@@ -503,16 +514,11 @@ func (b *bench) deleteAll(ctx context.Context, ns string) error {
 			}
 			left += len(l.GetItems())
 		}
-		st, err := b.stack.Double.State(ctx)
+		teams, err := b.serverTeams(ctx, ns)
 		if err != nil {
 			return err
 		}
-		for _, t := range st.Teams {
-			if strings.HasPrefix(t.Name, ns+" ") {
-				left++
-			}
-		}
-		if left == 0 {
+		if left += teams; left == 0 {
 			return nil
 		}
 		if err := b.alive(); err != nil {

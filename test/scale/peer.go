@@ -250,13 +250,8 @@ func (b *bench) peerRun(ctx context.Context, p *peer, ns string, sh shape, label
 	if err != nil {
 		return r, err
 	}
-	r.ReconcilesPerSecond = float64(after-before) / r.ReadySeconds
-	if r.CreateRequests, err = d.Counters(ctx); err != nil {
+	if err := b.created(ctx, &r, after-before, cpuBefore); err != nil {
 		return r, err
-	}
-	r.CreateCPUSeconds = map[string]float64{}
-	for name, after := range b.cpu() {
-		r.CreateCPUSeconds[name] = after - cpuBefore[name]
 	}
 	_, peerCPUAfter := procStats(p.proc.PID())
 	r.CreateCPUSeconds["provider"] = peerCPUAfter - peerCPU

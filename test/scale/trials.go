@@ -44,10 +44,6 @@ type subject struct {
 
 // ourSubject is provider-terdut in ns.
 func (b *bench) ourSubject(ctx context.Context, ns string) (subject, error) {
-	team := &v1alpha1.Team{}
-	if err := b.seen.Get(ctx, types.NamespacedName{Namespace: ns, Name: "t0"}, team); err != nil {
-		return subject{}, err
-	}
 	id, err := b.teamID(ctx, ns)
 	if err != nil {
 		return subject{}, err
@@ -198,15 +194,7 @@ func (b *bench) adopt(ctx context.Context, s subject, admin *terdut.Client) (beh
 	if _, err := admin.CreateDeadmanSwitch(ctx, s.teamID, terdut.DeadmanSwitch{Name: name, Matcher: "alertname=Watchdog,switch=" + name, Timeout: "15m"}); err != nil {
 		return behaviour{}, err
 	}
-	if err := b.ask(ctx, s, name); err != nil {
-		return behaviour{}, err
-	}
-	ok := s.waitReady(ctx, name, 2*s.poll)
-	n, err := b.switchesNamed(ctx, s.teamID, name)
-	return behaviour{
-		What: "existing switch adopted, not duplicated", How: "switch made on the server, then asked for by the same name",
-		Good: n == 1 && ok, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok)),
-	}, err
+	return b.once(ctx, s, name, "existing switch adopted, not duplicated", "switch made on the server, then asked for by the same name")
 }
 
 // after504 has the double commit a switch's POST and answer 504.
@@ -215,15 +203,18 @@ func (b *bench) after504(ctx context.Context, s subject, _ *terdut.Client) (beha
 	if err := b.stack.Double.AddFault(ctx, terdutdouble.Fault{Method: http.MethodPost, Route: switchesRoute, Status: http.StatusGatewayTimeout, Commit: true, Times: 1}); err != nil {
 		return behaviour{}, err
 	}
+	return b.once(ctx, s, name, "no second create after a 504 to a committed POST", "the double commits a switch's POST, answers 504")
+}
+
+// once asks s for switch name and holds when, within two polls, it is
+// Ready and the server has exactly one switch of that name.
+func (b *bench) once(ctx context.Context, s subject, name, what, how string) (behaviour, error) {
 	if err := b.ask(ctx, s, name); err != nil {
 		return behaviour{}, err
 	}
 	ok := s.waitReady(ctx, name, 2*s.poll)
 	n, err := b.switchesNamed(ctx, s.teamID, name)
-	return behaviour{
-		What: "no second create after a 504 to a committed POST", How: "the double commits a switch's POST, answers 504",
-		Good: n == 1 && ok, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok)),
-	}, err
+	return behaviour{What: what, How: how, Good: n == 1 && ok, Found: fmt.Sprintf("%d on the server, Ready %s", n, yesNo(ok))}, err
 }
 
 // switchesRoute is the route of a team's switches.
