@@ -7,10 +7,14 @@
 // tenant): a tenant alone gets the whole rate (and burst); two that ask at
 // once get half each, however many requests either has waiting. Reserve
 // books no slot further ahead than the horizon, so when a tenant comes, the
-// others' slots booked at their old share run out within the horizon: the
-// rate may be exceeded by that much then (at most one horizon's worth). Book
-// books however far ahead (for a caller that keeps its requests' bookings
-// rather than asking again): the excess lasts until those slots run out.
+// others' slots booked at their old share run out within the horizon. Every
+// slot Reserve books is also booked on the whole rate's timeline, so the
+// whole rate is never exceeded (a server's stated limit holds however many
+// tenants come): a newcomer's first slot may wait behind the others' slots
+// already booked, at most about one horizon. Book books however far ahead
+// (for a caller that keeps its requests' bookings rather than asking again)
+// and on the tenant's timeline only: a newcomer waits for none of the
+// others' bookings, and the rate is exceeded while they run out.
 package fair
 
 import (
@@ -30,6 +34,8 @@ type Share struct {
 	horizon time.Duration
 	window  time.Duration
 	now     func() time.Time
+	// whole is the whole rate's theoretical arrival time (Reserve's slots).
+	whole time.Time
 
 	tenants map[string]*tenant
 }
@@ -82,8 +88,9 @@ func (s *Share) SetRate(perSecond float64) {
 }
 
 // Reserve books the tenant's next slot and says how long until it. If no
-// slot is free within the horizon nothing is booked (booked is false): ask
-// again after wait.
+// slot is free on the tenant's timeline within the horizon nothing is booked
+// (booked is false): ask again after wait. A booked slot also keeps to the
+// whole rate, which may put it up to about one horizon further.
 func (s *Share) Reserve(name string) (wait time.Duration, booked bool) {
 	return s.reserve(name, s.horizon)
 }
@@ -121,7 +128,17 @@ func (s *Share) reserve(name string, horizon time.Duration) (wait time.Duration,
 	spacing := s.interval * time.Duration(asking)
 	slot := latest(now, conformance(t.tat, spacing, s.burst))
 	if wait := slot.Sub(now); horizon > 0 && wait > horizon {
-		return horizon, false
+		return wait - horizon, false
+	}
+	if horizon > 0 {
+		// NOTE: the tenant's timeline is its share; the whole rate's keeps
+		// the sum of the shares within the rate while slots booked at an
+		// old share run out (the server counts them all). The horizon is
+		// checked on the tenant's timeline only: a newcomer books its
+		// first slot behind the others' (and so counts as asking at once)
+		// rather than losing every race for the whole rate's next slot.
+		slot = latest(slot, conformance(s.whole, s.interval, s.burst))
+		s.whole = latest(s.whole, slot).Add(s.interval)
 	}
 	t.tat = latest(t.tat, slot).Add(spacing)
 	return slot.Sub(now), true

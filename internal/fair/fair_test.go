@@ -1,6 +1,7 @@
 package fair
 
 import (
+	"container/heap"
 	"fmt"
 	"slices"
 	"testing"
@@ -16,30 +17,51 @@ func (c *clock) now() time.Time { return c.t }
 // controller's requests would: each asks, waits what it is told, and asks
 // again if nothing was booked. It returns when each request got its slot.
 func run(s *Share, c *clock, requests []request) []time.Duration {
-	type pending struct {
-		i  int
-		at time.Time
-	}
 	start := c.t
 	got := make([]time.Duration, len(requests))
-	var q []pending
+	q := &asks{}
 	for i, r := range requests {
-		q = append(q, pending{i: i, at: start.Add(r.arrives)})
+		heap.Push(q, ask{i: i, at: start.Add(r.arrives), seq: q.seq})
 	}
-	for len(q) > 0 {
-		// The earliest pending ask (ties in arrival order).
-		slices.SortStableFunc(q, func(a, b pending) int { return a.at.Compare(b.at) })
-		p := q[0]
-		q = q[1:]
+	for q.Len() > 0 {
+		p := heap.Pop(q).(ask)
 		c.t = p.at
 		wait, booked := s.Reserve(requests[p.i].tenant)
 		if booked {
 			got[p.i] = c.t.Add(wait).Sub(start)
 			continue
 		}
-		q = append(q, pending{i: p.i, at: c.t.Add(wait)})
+		heap.Push(q, ask{i: p.i, at: c.t.Add(wait), seq: q.seq})
 	}
 	return got
+}
+
+// An ask is request i asking at a time; asks is a heap of them, earliest
+// first, ties in the order they were pushed.
+type ask struct {
+	i   int
+	at  time.Time
+	seq int
+}
+
+type asks struct {
+	a   []ask
+	seq int
+}
+
+func (q *asks) Len() int { return len(q.a) }
+func (q *asks) Less(i, j int) bool {
+	if c := q.a[i].at.Compare(q.a[j].at); c != 0 {
+		return c < 0
+	}
+	return q.a[i].seq < q.a[j].seq
+}
+func (q *asks) Swap(i, j int) { q.a[i], q.a[j] = q.a[j], q.a[i] }
+func (q *asks) Push(x any)   { q.a = append(q.a, x.(ask)); q.seq++ }
+func (q *asks) Pop() any {
+	x := q.a[len(q.a)-1]
+	q.a = q.a[:len(q.a)-1]
+	return x
 }
 
 type request struct {
@@ -62,8 +84,10 @@ func p95(ds []time.Duration) time.Duration {
 }
 
 // TestABurstDoesNotStarveALaterTenant: namespace A asks for 2,000
-// reconciles, and a second later namespace B for 20. B must not wait behind
-// A's 2,000: its p95 wait is within twice what it is with B alone.
+// requests, and a second later namespace B for 20. B must not wait behind
+// A's 2,000 (20 s): it waits behind A's slots already booked (one horizon at
+// most, as the whole rate is kept) and then has half the rate, so its p95
+// wait is within one horizon and its 20 requests at half the rate.
 func TestABurstDoesNotStarveALaterTenant(t *testing.T) {
 	const rate = 100
 	alone := func() time.Duration {
@@ -84,8 +108,8 @@ func TestABurstDoesNotStarveALaterTenant(t *testing.T) {
 	}
 	shared := p95(b)
 	t.Logf("B's p95 wait: %v alone, %v beside A's 2,000 (A's last slot at %v)", alone, shared, p95(got[:2000]))
-	if shared > 2*alone+time.Second/rate {
-		t.Errorf("B's p95 wait beside A's 2,000 requests is %v, alone %v: more than twice", shared, alone)
+	if want := time.Second + 20*time.Second/(rate/2); shared > want {
+		t.Errorf("B's p95 wait beside A's 2,000 requests is %v (alone %v), want within %v", shared, alone, want)
 	}
 }
 
@@ -108,9 +132,9 @@ func maxPerSecond(got []time.Duration, from time.Duration) int {
 	return most
 }
 
-// TestTheWholeRateIsKept: tenants asking at once share the rate (plus their
-// bursts) and spend all of it, once the slots booked while each came (the
-// first horizon) have gone.
+// TestTheWholeRateIsKept: tenants asking at once share the rate and spend
+// all of it, and never more than it (and one burst) in any second: a
+// server's stated limit counts every tenant's requests.
 func TestTheWholeRateIsKept(t *testing.T) {
 	const rate = 50
 	c := &clock{t: time.Unix(0, 0)}
@@ -120,8 +144,8 @@ func TestTheWholeRateIsKept(t *testing.T) {
 		reqs = append(reqs, burst(fmt.Sprintf("ns%d", i), 170, 0)...)
 	}
 	got := run(s, c, reqs)
-	if n := maxPerSecond(got, time.Second); n > rate+7*5 {
-		t.Errorf("%d slots in one second, want at most %d", n, rate+7*5)
+	if n := maxPerSecond(got, 0); n > rate+5 {
+		t.Errorf("%d slots in one second, want at most %d", n, rate+5)
 	}
 	// 1,190 requests at 50 a second take about 24 s.
 	if last := slices.Max(got); last > 24*time.Second {
@@ -129,10 +153,12 @@ func TestTheWholeRateIsKept(t *testing.T) {
 	}
 }
 
-// TestNewcomersExceedTheRateByOneHorizonAtMost: tenants that come one after
-// another get their share at once, while the others' slots booked at their
-// old share run out: within one horizon.
-func TestNewcomersExceedTheRateByOneHorizonAtMost(t *testing.T) {
+// TestNewcomersDoNotExceedTheRate: tenants that come one after another,
+// while the others' slots booked at their old share run out, do not take the
+// rate past its whole (the storm e2e once saw 21 requests in a second
+// against a stated 20: two namespaces, the second's slots beside the first's
+// booked at the whole rate).
+func TestNewcomersDoNotExceedTheRate(t *testing.T) {
 	const rate = 50
 	c := &clock{t: time.Unix(0, 0)}
 	s := New(rate, Options{Burst: 5, Horizon: time.Second, Now: c.now})
@@ -141,8 +167,8 @@ func TestNewcomersExceedTheRateByOneHorizonAtMost(t *testing.T) {
 		reqs = append(reqs, burst(fmt.Sprintf("ns%d", i%7), 30, time.Duration(i)*150*time.Millisecond)...)
 	}
 	got := run(s, c, reqs)
-	if n := maxPerSecond(got, 0); n > 2*rate+7*5 {
-		t.Errorf("%d slots in one second, want at most %d", n, 2*rate+7*5)
+	if n := maxPerSecond(got, 0); n > rate+5 {
+		t.Errorf("%d slots in one second, want at most %d", n, rate+5)
 	}
 	if last := slices.Max(got); last > 26*time.Second {
 		t.Errorf("the last of 1,200 requests at 50 a second went at %v, want within 25s", last)
@@ -161,7 +187,7 @@ func TestAloneATenantHasItAll(t *testing.T) {
 }
 
 // TestNoBookingPastTheHorizon: a tenant that asks later waits at most one
-// horizon behind the bookings made before it came.
+// horizon (and one slot) behind the bookings made before it came.
 func TestNoBookingPastTheHorizon(t *testing.T) {
 	c := &clock{t: time.Unix(0, 0)}
 	s := New(10, Options{Horizon: time.Second, Now: c.now})
@@ -171,8 +197,8 @@ func TestNoBookingPastTheHorizon(t *testing.T) {
 		}
 	}
 	got := run(s, c, burst("b", 1, 0))
-	if got[0] > time.Second {
-		t.Errorf("a newcomer waits %v behind another's 100 requests, want at most the 1s horizon", got[0])
+	if got[0] > time.Second+time.Second/10 {
+		t.Errorf("a newcomer waits %v behind another's 100 requests, want at most the 1s horizon and one slot", got[0])
 	}
 }
 

@@ -42,8 +42,14 @@ const paceShare = 0.9
 // limit only on some answers keeps being paced between them.
 const statedLapse = 10 * time.Second
 
+// shareHorizon is how far ahead a namespace's request may book its slot: a
+// namespace that comes while another's requests wait sends its first within
+// about that (the stated rate is kept for all, so it waits behind the slots
+// already booked), and a waiting request asks again at most that often.
+const shareHorizon = 100 * time.Millisecond
+
 func newLimiter() *limiter {
-	return &limiter{rate: limit{Share: fair.New(0, fair.Options{}), limit: rate.Inf}, now: time.Now}
+	return &limiter{rate: limit{Share: fair.New(0, fair.Options{Horizon: shareHorizon}), limit: rate.Inf}, now: time.Now}
 }
 
 // A limit is a Share and the rate it was last set to.

@@ -215,8 +215,9 @@ func TestWritesReachEveryClientOfTheServer(t *testing.T) {
 
 // TestAServersRateIsSharedBetweenNamespaces: namespace a's MRs keep 40
 // requests waiting for a server that states 100 a second; namespace b's
-// first request, sent after them, reaches the server within a handful of
-// a's, not behind all 40 (and the stated rate is kept).
+// first request, sent 50 ms after them, reaches the server behind those a
+// sent meanwhile and those booked within the share's 100 ms horizon (about
+// 5 and 9 at 90 a second), not behind all 40 (and the stated rate is kept).
 func TestAServersRateIsSharedBetweenNamespaces(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
@@ -256,7 +257,7 @@ func TestAServersRateIsSharedBetweenNamespaces(t *testing.T) {
 		before++
 	}
 	t.Logf("b's request reached the server after %d of a's; 41 requests in %v", before, took.Round(time.Millisecond))
-	if before > 12 {
+	if before > 16 {
 		t.Errorf("b's request reached the server after %d of a's 40 queued before it, want within a few: one namespace's burst holds another back", before)
 	}
 	// 41 requests at 90 a second (90%% of the stated 100) take 0.44 s at least.
