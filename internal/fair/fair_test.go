@@ -57,7 +57,7 @@ func (q *asks) Less(i, j int) bool {
 	return q.a[i].seq < q.a[j].seq
 }
 func (q *asks) Swap(i, j int) { q.a[i], q.a[j] = q.a[j], q.a[i] }
-func (q *asks) Push(x any)   { q.a = append(q.a, x.(ask)); q.seq++ }
+func (q *asks) Push(x any)    { q.a = append(q.a, x.(ask)); q.seq++ }
 func (q *asks) Pop() any {
 	x := q.a[len(q.a)-1]
 	q.a = q.a[:len(q.a)-1]
