@@ -233,19 +233,25 @@ func (b *bench) peerRun(ctx context.Context, p *peer, ns string, sh shape, label
 	if err != nil {
 		return r, err
 	}
-	if len(ready) == 0 {
-		return r, fmt.Errorf("no Request of %s turned Ready; see %s", ns, filepath.Join(b.stack.Run, "provider-http.log"))
-	}
 	end := time.Now()
-	if r.NotReady = r.MRs - len(ready); r.NotReady > 0 {
+	switch r.NotReady = r.MRs - len(ready); {
+	case len(ready) == 0:
+		// NOTE: reported, not an error: provider-http 1.0.14 writes a
+		// POST's answer with one status update and no retry, so under load
+		// (100 reconciles a second, N=1,000) a conflict loses every team's
+		// id, and its next POST meets 409 for ever.
+		b.logf("no Request of %s turned Ready within %s; see %s", ns, stall, filepath.Join(b.stack.Run, "provider-http.log"))
+	case r.NotReady > 0:
 		b.logf("%d of %d Requests not Ready, none more for %s: timed to the last that was", r.NotReady, r.MRs, stall)
 		end = start
 		for _, t := range ready {
 			end = maxTime(end, t)
 		}
+		fallthrough
+	default:
+		r.ReadySeconds = end.Sub(start).Seconds()
+		r.P50, r.P95, r.Max = percentiles(ready, start)
 	}
-	r.ReadySeconds = end.Sub(start).Seconds()
-	r.P50, r.P95, r.Max = percentiles(ready, start)
 	after, err := b.peerMetric(ctx, `controller_runtime_reconcile_total{controller="managed/request`)
 	if err != nil {
 		return r, err

@@ -91,13 +91,21 @@ func printPeers(w io.Writer, peers []peerRow) {
 	_, _ = fmt.Fprintf(w, peerFormat, "provider", "ready s", "p95 s", "req/MR", "bytes/MR", "peak RSS", "CPU s", "del s", "not Ready", "left")
 	_, _ = fmt.Fprintf(w, peerFormat, "", "", "", "per poll", "per poll", "MiB", "creating", "", "", "")
 	for _, p := range peers {
-		_, _ = fmt.Fprintf(w, peerFormat, p.Provider, fmt.Sprintf("%.1f", p.ReadySeconds), fmt.Sprintf("%.0f", p.P95), fmt.Sprintf("%.3f", p.RequestsPerMRPoll),
+		ready, p95 := fmt.Sprintf("%.1f", p.ReadySeconds), fmt.Sprintf("%.0f", p.P95)
+		if p.ReadySeconds == 0 && p.NotReady > 0 {
+			ready, p95 = "none", "-"
+		}
+		_, _ = fmt.Fprintf(w, peerFormat, p.Provider, ready, p95, fmt.Sprintf("%.3f", p.RequestsPerMRPoll),
 			fmt.Sprintf("%.0f", p.BytesPerMRPoll), fmt.Sprintf("%.1f", p.PeakRSSMiB), fmt.Sprintf("%.1f", p.CreateCPUSeconds), fmt.Sprintf("%.1f", p.DeleteSeconds),
 			strconv.Itoa(p.NotReady), strconv.Itoa(p.LeftAfterDelete))
 		if len(p.Ratios) == 7 {
 			x := make([]any, 0, 10)
 			x = append(x, "  x provider-terdut's")
 			for _, v := range p.Ratios {
+				if v == 0 {
+					x = append(x, "-")
+					continue
+				}
 				x = append(x, fmt.Sprintf("x%.2f", v))
 			}
 			x = append(x, "", "")
@@ -328,7 +336,11 @@ func plot(results []result, peers []peerRow) string {
 			bh := p.ReadySeconds / maxY * float64(h-2*pad-20)
 			x := x0 + pad + i*bw
 			fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="steelblue"/>`, x+4, float64(h-pad)-bh, bw-8, bh)
-			fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="10">%g</text>`, x+6, float64(h-pad)-bh-4, round(p.ReadySeconds))
+			value := fmt.Sprint(round(p.ReadySeconds))
+			if p.ReadySeconds == 0 && p.NotReady > 0 {
+				value = "none Ready"
+			}
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="10">%s</text>`, x+6, float64(h-pad)-bh-4, value)
 			label := strings.TrimPrefix(strings.TrimPrefix(p.Provider, "provider-http "), "v")
 			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="9">%s</text>`, x+2, h-pad+14, label)
 		}
