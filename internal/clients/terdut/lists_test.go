@@ -132,7 +132,7 @@ func TestLimiterObeysTheServer(t *testing.T) {
 	var mu sync.Mutex
 	throttle := 1
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("RateLimit-Policy", "50;w=1")
+		w.Header().Set("Ratelimit-Policy", "50;w=1")
 		mu.Lock()
 		defer mu.Unlock()
 		if throttle > 0 {
