@@ -394,7 +394,7 @@ func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.D
 // reconciles a second, the server's requests by route and the CPU seconds
 // of the control plane and the provider since cpuBefore.
 func (b *bench) created(ctx context.Context, r *result, reconciles int, cpuBefore map[string]float64) error {
-	r.ReconcilesPerSecond = float64(reconciles) / r.ReadySeconds
+	r.ReconcilesPerSecond = div(float64(reconciles), r.ReadySeconds)
 	var err error
 	if r.CreateRequests, err = b.stack.Double.Counters(ctx); err != nil {
 		return err

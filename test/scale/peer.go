@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -234,21 +235,18 @@ func (b *bench) peerRun(ctx context.Context, p *peer, ns string, sh shape, label
 		return r, err
 	}
 	end := time.Now()
-	switch r.NotReady = r.MRs - len(ready); {
-	case len(ready) == 0:
+	r.NotReady = r.MRs - len(ready)
+	if len(ready) == 0 {
 		// NOTE: reported, not an error: provider-http 1.0.14 writes a
 		// POST's answer with one status update and no retry, so under load
 		// (100 reconciles a second, N=1,000) a conflict loses every team's
 		// id, and its next POST meets 409 for ever.
 		b.logf("no Request of %s turned Ready within %s; see %s", ns, stall, filepath.Join(b.stack.Run, "provider-http.log"))
-	case r.NotReady > 0:
-		b.logf("%d of %d Requests not Ready, none more for %s: timed to the last that was", r.NotReady, r.MRs, stall)
-		end = start
-		for _, t := range ready {
-			end = maxTime(end, t)
+	} else {
+		if r.NotReady > 0 {
+			b.logf("%d of %d Requests not Ready, none more for %s: timed to the last that was", r.NotReady, r.MRs, stall)
+			end = slices.MaxFunc(ready, time.Time.Compare)
 		}
-		fallthrough
-	default:
 		r.ReadySeconds = end.Sub(start).Seconds()
 		r.P50, r.P95, r.Max = percentiles(ready, start)
 	}
@@ -289,13 +287,6 @@ func (b *bench) peerRun(ctx context.Context, p *peer, ns string, sh shape, label
 	r.LeftAfterDelete = left
 	b.logf("deleted in %.1fs (%d Requests or server teams left)", r.DeleteSeconds, left)
 	return r, nil
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // deleteRequests deletes ns's Requests, one delete each with eight

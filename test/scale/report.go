@@ -75,14 +75,13 @@ func (r *report) addPeers(peers []result) {
 	r.Peers = append(r.Peers, *ours)
 	for _, p := range peers {
 		pr := row(p)
+		if pr.compared() {
+			pr.Ratios = []float64{
+				div(pr.ReadySeconds, ours.ReadySeconds), div(pr.P95, ours.P95), div(pr.RequestsPerMRPoll, ours.RequestsPerMRPoll),
+				div(pr.BytesPerMRPoll, ours.BytesPerMRPoll), div(pr.PeakRSSMiB, ours.PeakRSSMiB), div(pr.CreateCPUSeconds, ours.CreateCPUSeconds), div(pr.DeleteSeconds, ours.DeleteSeconds),
+			}
+		}
 		r.Peers = append(r.Peers, pr)
-		if !compared(pr) {
-			continue
-		}
-		r.Peers[len(r.Peers)-1].Ratios = []float64{
-			div(pr.ReadySeconds, ours.ReadySeconds), div(pr.P95, ours.P95), div(pr.RequestsPerMRPoll, ours.RequestsPerMRPoll),
-			div(pr.BytesPerMRPoll, ours.BytesPerMRPoll), div(pr.PeakRSSMiB, ours.PeakRSSMiB), div(pr.CreateCPUSeconds, ours.CreateCPUSeconds), div(pr.DeleteSeconds, ours.DeleteSeconds),
-		}
 	}
 }
 
@@ -90,8 +89,14 @@ func (r *report) addPeers(peers []result) {
 // 95% of its objects turned Ready. A run whose objects mostly never did
 // (provider-http tuned: 980 of 1,000) did less work, faster and cheaper at
 // rest; a ratio to it would read as a win.
-func compared(p peerRow) bool {
+func (p peerRow) compared() bool {
 	return p.NotReady*20 <= p.MRs
+}
+
+// noneReady reports whether none of the run's objects turned Ready (its
+// time to Ready is then not a time).
+func (p peerRow) noneReady() bool {
+	return p.ReadySeconds == 0 && p.NotReady > 0
 }
 
 const peerFormat = "%-44s %8s %6s %10s %10s %9s %8s %7s %9s %6s\n"
@@ -104,7 +109,7 @@ func printPeers(w io.Writer, peers []peerRow) {
 	_, _ = fmt.Fprintf(w, peerFormat, "", "", "", "per poll", "per poll", "MiB", "creating", "", "", "")
 	for _, p := range peers {
 		ready, p95 := fmt.Sprintf("%.1f", p.ReadySeconds), fmt.Sprintf("%.0f", p.P95)
-		if p.ReadySeconds == 0 && p.NotReady > 0 {
+		if p.noneReady() {
 			ready, p95 = "none", "-"
 		}
 		_, _ = fmt.Fprintf(w, peerFormat, p.Provider, ready, p95, fmt.Sprintf("%.3f", p.RequestsPerMRPoll),
@@ -123,7 +128,7 @@ func printPeers(w io.Writer, peers []peerRow) {
 			x = append(x, "", "")
 			_, _ = fmt.Fprintf(w, peerFormat, x...)
 		}
-		if len(p.Ratios) == 0 && !compared(p) {
+		if !p.compared() {
 			_, _ = fmt.Fprintf(w, "  x provider-terdut's: not compared, %d of %d never Ready\n", p.NotReady, p.MRs)
 		}
 		if p.Args != "" {
@@ -352,7 +357,7 @@ func plot(results []result, peers []peerRow) string {
 			x := x0 + pad + i*bw
 			fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="steelblue"/>`, x+4, float64(h-pad)-bh, bw-8, bh)
 			value := fmt.Sprint(round(p.ReadySeconds))
-			if p.ReadySeconds == 0 && p.NotReady > 0 {
+			if p.noneReady() {
 				value = "none Ready"
 			}
 			fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="10">%s</text>`, x+6, float64(h-pad)-bh-4, value)
