@@ -111,11 +111,11 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if cl == nil {
 		return untouched[M]{}, nil
 	}
-	return remembered(c.Refusals, keepingGenerations(counted(c.Checks, c.Kind, c.External(Deps{
+	return remembered(c.Refusals, finalizedOnCreate(keepingGenerations(counted(c.Checks, c.Kind, c.External(Deps{
 		Client: cl, Conn: conn, Kube: c.Kube, Reader: pastCache(c.Reader, c.Kube), Record: c.Record,
 		Adopter: Adopter{Check: c.Owners.Adoptable(mg), Record: c.Record, Object: mg, Since: mg.GetCreationTimestamp().Time},
 		Absence: c.Absence,
-	})))), nil
+	}))))), nil
 }
 
 // pastCache is r, the API reader, or kube when there is none (unit tests,
