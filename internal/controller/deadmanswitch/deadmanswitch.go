@@ -44,13 +44,14 @@ var _ api = (*terdut.Client)(nil)
 // Setup adds the DeadmanSwitch controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
 	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.DeadmanSwitch]{
-		GroupKind:   v1alpha1.DeadmanSwitchGroupKind,
-		GVK:         v1alpha1.DeadmanSwitchGroupVersionKind,
-		Object:      &v1alpha1.DeadmanSwitch{},
-		List:        &v1alpha1.DeadmanSwitchList{},
-		External:    New,
-		TeamOf:      teamOf,
-		Credentials: generic.TeamKey(teamOf),
+		GroupKind:      v1alpha1.DeadmanSwitchGroupKind,
+		GVK:            v1alpha1.DeadmanSwitchGroupVersionKind,
+		Object:         &v1alpha1.DeadmanSwitch{},
+		List:           &v1alpha1.DeadmanSwitchList{},
+		External:       New,
+		TeamOf:         teamOf,
+		Credentials:    generic.TeamKey(teamOf),
+		OwnAnnotations: []string{AnnotationCreateAttempted, AnnotationCreateAttemptedName},
 		TeamRefs: func(cr *v1alpha1.DeadmanSwitch) []string {
 			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
 		},
