@@ -258,6 +258,7 @@ func run(f flags) error {
 		// NOTE: the same burst as crossplane-runtime's global limiter (ten
 		// seconds' worth), shared between the namespaces asking at once.
 		o.Share = fair.New(float64(f.maxReconcileRate), fair.Options{Burst: 10 * f.maxReconcileRate})
+		o.ChangesFirst = generic.NewChangesFirst(f.poll)
 	}
 	if f.changeLogs {
 		conn, err := grpc.NewClient("unix://"+f.changeLogsSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -53,6 +53,10 @@ type FairReconciler struct {
 	Name  string
 	Inner reconcile.Reconciler
 	Share *fair.Share
+	// Changes, with AtRest (whether req is an MR at rest, polled), puts
+	// drift checks off while the namespace's changes wait; nil does not.
+	Changes *ChangesFirst
+	AtRest  func(ctx context.Context, req reconcile.Request) bool
 
 	mu     sync.Mutex
 	booked map[reconcile.Request]*slot
@@ -73,7 +77,16 @@ func NewFairReconciler(name string, r reconcile.Reconciler, s *fair.Share) *Fair
 // Reconcile runs the inner reconciler once the namespace's share allows.
 func (r *FairReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if r.Share != nil {
+		poll := r.Changes != nil && r.AtRest != nil && r.AtRest(ctx, req)
+		if poll {
+			if later := r.Changes.Defer(req); later > 0 {
+				return reconcile.Result{RequeueAfter: later}, nil
+			}
+		}
 		if wait := r.wait(req); wait > 0 {
+			if !poll && r.Changes != nil {
+				r.Changes.Waiting(req.Namespace, wait)
+			}
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}

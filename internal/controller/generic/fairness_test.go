@@ -90,7 +90,7 @@ func TestABurstInOneNamespaceDoesNotStarveAnother(t *testing.T) {
 	}
 	q := newQueue("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	rec := &order{done: make(chan struct{})}
-	r := o.Limit("test", rec)
+	r := o.Limit("test", rec, nil)
 	for i := range 2000 {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: fmt.Sprint(i)}})
 	}

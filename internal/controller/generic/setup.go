@@ -71,6 +71,10 @@ type Options struct {
 	// crossplane-runtime's GlobalRateLimiter (first come, first served).
 	Share *fair.Share
 
+	// ChangesFirst puts the drift checks of a namespace off while its
+	// changes wait for the budget (with Share); nil does not.
+	ChangesFirst *ChangesFirst
+
 	// MinPollInterval is the shortest poll an MR's
 	// crossplane.io/poll-interval annotation may ask for.
 	MinPollInterval time.Duration
@@ -85,9 +89,11 @@ func (o Options) PollOptions() []managed.ReconcilerOption {
 
 // Limit wraps a controller's reconciler in the reconcile budget: shared
 // between namespaces if there is a Share.
-func (o Options) Limit(name string, r reconcile.Reconciler) reconcile.Reconciler {
+func (o Options) Limit(name string, r reconcile.Reconciler, atRest func(context.Context, reconcile.Request) bool) reconcile.Reconciler {
 	if o.Share != nil {
-		return NewFairReconciler(name, r, o.Share)
+		f := NewFairReconciler(name, r, o.Share)
+		f.Changes, f.AtRest = o.ChangesFirst, atRest
+		return f
 	}
 	return ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter)
 }
@@ -121,6 +127,10 @@ type Kind[M resource.ModernManaged] struct {
 	List resource.ManagedList
 	// External builds the kind's external client for one reconcile.
 	External func(Deps) managed.TypedExternalClient[M]
+	// OwnAnnotations are annotations the kind's external client writes on
+	// the MR itself (marks before a create): a change of them alone does
+	// not wake the MR (DesiredStateChanged).
+	OwnAnnotations []string
 	// DeterministicExternalName lets the reconciler go on after a crash
 	// between Create and recording the external name. Set it when Create
 	// looks the object up by its natural key before it creates one, so a
@@ -253,7 +263,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
-		For(k.Object, builder.WithPredicates(resource.DesiredStateChanged()))
+		For(k.Object, builder.WithPredicates(DesiredStateChanged(k.OwnAnnotations...)))
 	if k.OwnsSecrets {
 		b = b.Owns(&corev1.Secret{})
 	}
@@ -261,7 +271,16 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	if k.TeamRefs != nil {
 		b = teamWatch(b, mgr.GetClient(), newList)
 	}
-	return b.Complete(o.Limit(name, r))
+	newMR := func() M { return k.Object.DeepCopyObject().(M) } //nolint:forcetypeassert // A copy of an M is one.
+	atRest := func(ctx context.Context, req reconcile.Request) bool {
+		mg := newMR()
+		return mgr.GetClient().Get(ctx, req.NamespacedName, mg) == nil && AtRest(mg)
+	}
+	rec := o.Limit(name, r, atRest)
+	if k.TeamRefs != nil {
+		rec = TeamWait[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Refs: k.TeamRefs, Now: time.Now}
+	}
+	return b.Complete(rec)
 }
 
 // gates are the kind's gates, in order: consent, ownership, its own.
