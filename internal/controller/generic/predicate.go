@@ -13,10 +13,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 )
 
-// reconcilerAnnotations are the annotations crossplane-runtime's managed
-// reconciler writes on its own way to a create.
-var reconcilerAnnotations = []string{meta.AnnotationKeyExternalCreatePending, meta.AnnotationKeyExternalCreateSucceeded, meta.AnnotationKeyExternalCreateFailed}
-
 // DesiredStateChanged is crossplane-runtime's resource.DesiredStateChanged
 // (a new generation, annotations or labels) without the MR's own writes on
 // its way to a create: the external-create annotations (and the external
@@ -29,7 +25,9 @@ var reconcilerAnnotations = []string{meta.AnnotationKeyExternalCreatePending, me
 // reconcile budget. Anyone else's change to the same fields, and any other
 // change, still wakes the MR at once.
 func DesiredStateChanged(own ...string) predicate.Predicate {
-	ownKeys := append(slices.Clone(reconcilerAnnotations), own...)
+	// The annotations crossplane-runtime's managed reconciler writes on its
+	// own way to a create, and the kind's.
+	ownKeys := append([]string{meta.AnnotationKeyExternalCreatePending, meta.AnnotationKeyExternalCreateSucceeded, meta.AnnotationKeyExternalCreateFailed}, own...)
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld, e.ObjectNew

@@ -23,7 +23,7 @@ import (
 // TeamGrace.
 func TestANewChildWaitsForItsTeamWithoutAWrite(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	creating := func(t *v1alpha1.Team) {}
+	creating := func(*v1alpha1.Team) {}
 	held := func(t *v1alpha1.Team) { meta.SetExternalName(t, "12"); t.Status.AtProvider.ID = 12 }
 	named := func(t *v1alpha1.Team) { meta.SetExternalName(t, "12") } // created, not yet observed
 	failing := func(t *v1alpha1.Team) { t.SetConditions(xpv2.ReconcileError(context.DeadlineExceeded)) }
