@@ -71,13 +71,6 @@ func (c *ChangesFirst) Defer(req reconcile.Request) time.Duration {
 	return min(until.Sub(now), first.Add(c.MaxDefer).Sub(now))
 }
 
-// Went forgets req's deferral: it went.
-func (c *ChangesFirst) Went(req reconcile.Request) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.deferred, req)
-}
-
 // AtRest says whether mg is a drift check's: it exists on the server, is
 // Ready and Synced at its current generation, and is not being deleted.
 func AtRest(mg resource.Managed) bool {
