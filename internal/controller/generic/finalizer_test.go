@@ -4,20 +4,15 @@ import (
 	"context"
 	"testing"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	xpfake "github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 )
@@ -28,10 +23,7 @@ import (
 // now rides on the pending update. What must not change: the finalizer is
 // stored before the object is created on the server.
 func TestCreatingWritesTheMRTwice(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := scheme(t)
 	cr := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"}}
 	updates := 0
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
@@ -61,11 +53,7 @@ func TestCreatingWritesTheMRTwice(t *testing.T) {
 	connect := managed.TypedExternalConnectorFn[*v1alpha1.Team](func(context.Context, *v1alpha1.Team) (managed.TypedExternalClient[*v1alpha1.Team], error) {
 		return finalizedOnCreate[*v1alpha1.Team](ext), nil
 	})
-	r := managed.NewReconciler(&xpfake.Manager{Client: kube, Scheme: s, Logger: logr.Discard()}, resource.ManagedKind(v1alpha1.TeamGroupVersionKind),
-		managed.WithTypedExternalConnector[*v1alpha1.Team](connect),
-		managed.WithInitializers(),
-		managed.WithRecorder(event.NewNopRecorder()),
-		managed.WithReferenceResolver(managed.ReferenceResolverFn(func(context.Context, resource.Managed) error { return nil })))
+	r := newManagedReconciler[*v1alpha1.Team](fakeManager(kube, s), v1alpha1.TeamGroupVersionKind, connect)
 	if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "a"}}); err != nil {
 		t.Fatal(err)
 	}

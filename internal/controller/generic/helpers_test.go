@@ -1,14 +1,20 @@
 package generic
 
 import (
+	"context"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpfake "github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
@@ -63,4 +69,21 @@ func fakeBuilder(t *testing.T) *fake.ClientBuilder {
 		b = b.WithIndex(o, IndexExternalName, ExternalNameOf).WithIndex(o, IndexProviderConfig, ProviderConfigOf)
 	}
 	return b
+}
+
+// newManagedReconciler is crossplane-runtime's managed reconciler for the
+// kind gvk over mgr, connecting with c: no initializers, no events, no
+// references to resolve, plus opts.
+func newManagedReconciler[M resource.ModernManaged](mgr manager.Manager, gvk schema.GroupVersionKind, c managed.TypedExternalConnector[M], opts ...managed.ReconcilerOption) *managed.Reconciler {
+	return managed.NewReconciler(mgr, resource.ManagedKind(gvk), append([]managed.ReconcilerOption{
+		managed.WithTypedExternalConnector[M](c),
+		managed.WithInitializers(),
+		managed.WithRecorder(event.NewNopRecorder()),
+		managed.WithReferenceResolver(managed.ReferenceResolverFn(func(context.Context, resource.Managed) error { return nil })),
+	}, opts...)...)
+}
+
+// fakeManager is a manager whose client is kube, over scheme s.
+func fakeManager(kube client.Client, s *runtime.Scheme) manager.Manager {
+	return &xpfake.Manager{Client: kube, Scheme: s, Logger: logr.Discard()}
 }

@@ -5,19 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	xpfake "github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 )
@@ -26,10 +21,7 @@ import (
 // every 50ms; crossplane-runtime's reconciler, with the provider's poll
 // options, polls it every --min-poll-interval instead.
 func TestThePollAnnotationIsClamped(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := scheme(t)
 	for _, tc := range []struct {
 		annotation string
 		want       time.Duration
@@ -55,13 +47,7 @@ func TestThePollAnnotationIsClamped(t *testing.T) {
 				}, nil
 			})
 			o := Options{Options: controller.Options{PollInterval: time.Minute}, MinPollInterval: 10 * time.Second}
-			opts := append([]managed.ReconcilerOption{
-				managed.WithTypedExternalConnector[*v1alpha1.EscalationPolicy](upToDate),
-				managed.WithInitializers(),
-				managed.WithRecorder(event.NewNopRecorder()),
-				managed.WithReferenceResolver(managed.ReferenceResolverFn(func(context.Context, resource.Managed) error { return nil })),
-			}, o.PollOptions()...)
-			r := managed.NewReconciler(&xpfake.Manager{Client: kube, Scheme: s, Logger: logr.Discard()}, resource.ManagedKind(v1alpha1.EscalationPolicyGroupVersionKind), opts...)
+			r := newManagedReconciler[*v1alpha1.EscalationPolicy](fakeManager(kube, s), v1alpha1.EscalationPolicyGroupVersionKind, upToDate, o.PollOptions()...)
 			res, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "noisy"}})
 			if err != nil {
 				t.Fatal(err)

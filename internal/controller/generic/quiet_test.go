@@ -5,20 +5,15 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	xpfake "github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 )
@@ -29,10 +24,7 @@ import (
 // third (the server then failed: ReconcileError), not the second, which
 // changed nothing. Without QuietStatus all three are sent.
 func TestAnUnchangedStatusIsNotSent(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := scheme(t)
 	for _, tc := range []struct {
 		name  string
 		quiet *QuietStatus
@@ -60,12 +52,7 @@ func TestAnUnchangedStatusIsNotSent(t *testing.T) {
 					DisconnectFn: func(context.Context) error { return nil },
 				}, nil
 			})
-			mgr := tc.quiet.manager(&xpfake.Manager{Client: kube, Scheme: s, Logger: logr.Discard()})
-			r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.EscalationPolicyGroupVersionKind),
-				managed.WithTypedExternalConnector[*v1alpha1.EscalationPolicy](server),
-				managed.WithInitializers(),
-				managed.WithRecorder(event.NewNopRecorder()),
-				managed.WithReferenceResolver(managed.ReferenceResolverFn(func(context.Context, resource.Managed) error { return nil })))
+			r := newManagedReconciler[*v1alpha1.EscalationPolicy](tc.quiet.manager(fakeManager(kube, s)), v1alpha1.EscalationPolicyGroupVersionKind, server)
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "p"}}
 			for i := range 3 {
 				if i == 2 {
