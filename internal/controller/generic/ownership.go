@@ -261,12 +261,7 @@ func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64
 	if err := o.Kube.List(ctx, teams, o.byExternalName(FormatID(teamID))...); err != nil {
 		return errors.Wrap(err, errListManagers)
 	}
-	teamOwners := Owners{Observed: func(mg resource.Managed) int64 {
-		if t, ok := mg.(*v1alpha1.Team); ok {
-			return t.Status.AtProvider.ID
-		}
-		return 0
-	}}
+	ranks := teamOwners()
 	var holder *v1alpha1.Team
 	for i := range teams.Items {
 		t := &teams.Items[i]
@@ -280,14 +275,25 @@ func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64
 		if !same {
 			continue
 		}
-		if holder == nil || teamOwners.outranks(t, holder) {
+		if holder == nil || ranks.outranks(t, holder) {
 			holder = t
 		}
 	}
-	if holder != nil && holder.GetNamespace() == mg.GetNamespace() && teamOwners.holds(holder) {
+	if holder != nil && holder.GetNamespace() == mg.GetNamespace() && ranks.holds(holder) {
 		return nil
 	}
 	return o.refuse(mg, ReasonTeamNotInNamespace, fmt.Sprintf(errForeignTeam, teamID, mg.GetNamespace(), o.Kind))
+}
+
+// teamOwners are Owners that tell a Team holding its server object (it
+// observed the object its external name names) from one that does not.
+func teamOwners() Owners {
+	return Owners{Observed: func(mg resource.Managed) int64 {
+		if t, ok := mg.(*v1alpha1.Team); ok {
+			return t.Status.AtProvider.ID
+		}
+		return 0
+	}}
 }
 
 // untouched is the external client of an MR being deleted that has nothing

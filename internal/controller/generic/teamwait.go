@@ -89,7 +89,5 @@ func (w TeamWait[M]) wait(ctx context.Context, req reconcile.Request) time.Durat
 // onItsWay says whether t is being created and not failing: no server
 // object held yet, not deleted, not Synced False.
 func onItsWay(t *v1alpha1.Team) bool {
-	en := meta.GetExternalName(t)
-	held := en != "" && t.Status.AtProvider.ID != 0 && FormatID(t.Status.AtProvider.ID) == en
-	return !held && !meta.WasDeleted(t) && t.GetCondition(xpv2.TypeSynced).Status != corev1.ConditionFalse
+	return !teamOwners().holds(t) && !meta.WasDeleted(t) && t.GetCondition(xpv2.TypeSynced).Status != corev1.ConditionFalse
 }
