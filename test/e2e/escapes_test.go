@@ -223,8 +223,9 @@ spec:
 				before, settled = n, time.Now()
 			}
 		}
-		why += fmt.Sprintf("; %d server objects made by creates already past the gate when the label went, none after %s",
-			before-atRevoke, settled.Sub(revoked).Round(100*time.Millisecond))
+		// NOTE: first, as the escape's line is cut after the refusal's start.
+		why = fmt.Sprintf("%d server objects made by creates already past the gate when the label went, none after %s; ",
+			before-atRevoke, settled.Sub(revoked).Round(100*time.Millisecond)) + why
 		time.Sleep(10 * time.Second)
 		after := objects()
 		if left, _ := notRefused(t, "esc-c"); len(left) > 0 {
