@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 )
 
 // noisy is the noisy-neighbour run: namespace A creates many MRs, some of
@@ -35,6 +36,11 @@ type noisy struct {
 	RestPerSecond float64 `json:"restRequestsPerSecond"`
 	// Budget is the provider's --max-reconcile-rate.
 	Budget int `json:"reconcileBudget"`
+	// BAloneStages and BStages are where B's time went, alone and beside
+	// A: per kind, the latest second each stage was reached after B's
+	// first create (stages).
+	BAloneStages string `json:"bAloneStages"`
+	BStages      string `json:"bBesideAStages"`
 }
 
 const fastTeams = 5
@@ -90,6 +96,10 @@ func (b *bench) noisy(ctx context.Context, aMRs int, unfair bool) (noisy, error)
 		return n, err
 	}
 	_, n.BAloneP95, _ = percentiles(ready, start)
+	if n.BAloneStages, err = b.stages(ctx, alone, start); err != nil {
+		return n, err
+	}
+	b.logf("noisy neighbour (%s): B alone: %s", suffix, n.BAloneStages)
 	if err := b.deleteAll(ctx, alone); err != nil {
 		return n, err
 	}
@@ -122,6 +132,10 @@ func (b *bench) noisy(ctx context.Context, aMRs int, unfair bool) (noisy, error)
 		return n, err
 	}
 	_, n.BP95, n.BMax = percentiles(ready, startB)
+	if n.BStages, err = b.stages(ctx, nsB, startB); err != nil {
+		return n, err
+	}
+	b.logf("noisy neighbour (%s): B beside A: %s", suffix, n.BStages)
 	if _, err := b.waitReady(ctx, nsA, n.AMRs, 15*time.Minute); err != nil {
 		return n, err
 	}
@@ -146,6 +160,40 @@ func (b *bench) noisy(ctx context.Context, aMRs int, unfair bool) (noisy, error)
 		}
 	}
 	return n, nil
+}
+
+// stages says where the time of ns's MRs went: per kind, the latest second
+// after start (1 s resolution, as the annotations and conditions keep it)
+// at which its MRs were created in the API server, had their external create
+// pending and succeeded, and turned Ready.
+func (b *bench) stages(ctx context.Context, ns string, start time.Time) (string, error) {
+	s := start.Truncate(time.Second)
+	after := func(t time.Time) float64 {
+		if t.IsZero() {
+			return -1
+		}
+		return max(0, t.Sub(s).Seconds())
+	}
+	var parts []string
+	for _, l := range lists() {
+		if err := b.list(ctx, l, ns); err != nil {
+			return "", err
+		}
+		var created, pending, succeeded, ready float64
+		kind := ""
+		for _, mg := range l.GetItems() {
+			kind = mg.GetObjectKind().GroupVersionKind().Kind
+			created = max(created, after(mg.GetCreationTimestamp().Time))
+			pending = max(pending, after(meta.GetExternalCreatePending(mg)))
+			succeeded = max(succeeded, after(meta.GetExternalCreateSucceeded(mg)))
+			ready = max(ready, after(mg.GetCondition(xpv2.TypeReady).LastTransitionTime.Time))
+		}
+		if kind == "" {
+			kind = strings.TrimSuffix(fmt.Sprintf("%T", l), "List")
+		}
+		parts = append(parts, fmt.Sprintf("%s created %.0f pending %.0f created on the server %.0f Ready %.0f", kind, created, pending, succeeded, ready))
+	}
+	return strings.Join(parts, "; "), nil
 }
 
 // sample counts the double's requests to its API every second until stop,
