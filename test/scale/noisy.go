@@ -180,16 +180,13 @@ func (b *bench) stages(ctx context.Context, ns string, start time.Time) (string,
 			return "", err
 		}
 		var created, pending, succeeded, ready float64
-		kind := ""
+		// NOTE: the cache's items carry no TypeMeta: the list's type names the kind.
+		kind := strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf("%T", l), "*v1alpha1."), "List")
 		for _, mg := range l.GetItems() {
-			kind = mg.GetObjectKind().GroupVersionKind().Kind
 			created = max(created, after(mg.GetCreationTimestamp().Time))
 			pending = max(pending, after(meta.GetExternalCreatePending(mg)))
 			succeeded = max(succeeded, after(meta.GetExternalCreateSucceeded(mg)))
 			ready = max(ready, after(mg.GetCondition(xpv2.TypeReady).LastTransitionTime.Time))
-		}
-		if kind == "" {
-			kind = strings.TrimSuffix(fmt.Sprintf("%T", l), "List")
 		}
 		parts = append(parts, fmt.Sprintf("%s created %.0f pending %.0f created on the server %.0f Ready %.0f", kind, created, pending, succeeded, ready))
 	}
