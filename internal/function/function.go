@@ -134,11 +134,15 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 			return nil, nil, nil, errors.Wrapf(err, errDecode, kind)
 		}
 		n := ServerNames{Namespace: namespace, Name: name, ProviderNamespace: in.ProviderNamespace}
-		out := Server(n, &xr.Spec)
-		notReady := readiness(out, observed)
+		all := Server(n, &xr.Spec)
+		notReady := readiness(all, observed)
+		out, held := holdBootstrap(all, observed)
+		if held != "" {
+			notReady[NameServiceAccount] = held
+		}
 		st := ServerStatus(n, &xr.Spec)
-		st.Summary = summarize(len(out), notReady)
-		bootstrapped(rsp, n, notReady)
+		st.Summary = summarize(len(all), notReady)
+		bootstrapped(rsp, n, notReady, held != "")
 		if r := xr.Spec.Database.PostgresClusterRef; r != nil {
 			if err := databaseReady(req, rsp, n, r); err != nil {
 				return nil, nil, nil, err

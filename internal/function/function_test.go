@@ -26,6 +26,9 @@ const serverXR = `{
   }
 }`
 
+// serverXR1 is serverXR with one replica, the claim as written.
+var serverXR1 = strings.Replace(serverXR, `"replicas": 0`, `"replicas": 1`, 1)
+
 const teamXR = `{
   "apiVersion": "platform.terdut.ryuvia.com/v1alpha1", "kind": "XTerdutTeam",
   "metadata": {"name": "web-5xq2z"},
@@ -65,17 +68,73 @@ func TestRunFunction(t *testing.T) {
 		want     want
 	}{
 		"ServerFirstPass": {
-			reason: "nothing exists yet: four resources desired, none ready, the summary says so",
-			xr:     serverXR,
+			reason: "nothing exists yet: the bootstrap ServiceAccount is held back until a replica is ready (§6.1), the summary and Bootstrapped say so",
+			xr:     serverXR1,
 			want: want{
-				resources: map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyFalse, NameServiceAccount: resource.ReadyFalse, NameProviderConfig: resource.ReadyFalse},
+				resources: map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyFalse, NameProviderConfig: resource.ReadyFalse},
 				status: map[string]any{
 					"endpoint": "http://127.0.0.1:18090", "serviceName": "terdut", "providerConfigName": "platform-oncall.terdut",
 					"credentialsSecretRef": map[string]any{"namespace": "crossplane-system", "name": "platform-oncall.terdut-instance-credentials", "key": "token"},
 				},
-				bootstrapped: "False Waiting",
+				bootstrapped: "False WaitingForReadyReplica",
 				summary: "4 of 4 resources not ready: ClusterProviderConfig platform-oncall.terdut: not created yet; Deployment platform-oncall/terdut: not created yet; " +
-					"Service platform-oncall/terdut: not created yet; ServiceAccount crossplane-system/platform-oncall.terdut-instance: not created yet",
+					"Service platform-oncall/terdut: not created yet; ServiceAccount crossplane-system/platform-oncall.terdut-instance: not created until " +
+					"Deployment platform-oncall/terdut has a ready replica (0 of 1 ready), so /api/bootstrap is not called before the server runs",
+			},
+		},
+		"ServerNoReadyReplica": {
+			reason: "the Deployment exists but no replica is ready yet: still no ServiceAccount",
+			xr:     serverXR1,
+			observed: map[string]*fnv1.Resource{
+				NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", `{"replicas": 1, "readyReplicas": 0, "conditions": [{"type": "Available", "status": "False"}]}`),
+				NameService:        observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+			},
+			want: want{
+				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue},
+				bootstrapped: "False WaitingForReadyReplica",
+				summary: "2 of 4 resources not ready: Deployment platform-oncall/terdut: Available=False; ServiceAccount crossplane-system/platform-oncall.terdut-instance: not created until " +
+					"Deployment platform-oncall/terdut has a ready replica (0 of 1 ready), so /api/bootstrap is not called before the server runs",
+			},
+		},
+		"ServerReadyReplica": {
+			reason: "one replica ready: the bootstrap ServiceAccount is composed",
+			xr:     serverXR1,
+			observed: map[string]*fnv1.Resource{
+				NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", `{"replicas": 1, "readyReplicas": 1, "conditions": [{"type": "Available", "status": "True"}]}`),
+				NameService:        observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+			},
+			want: want{
+				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyTrue, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyFalse, NameProviderConfig: resource.ReadyTrue},
+				bootstrapped: "False Waiting",
+				summary:      "1 of 4 resources not ready: ServiceAccount crossplane-system/platform-oncall.terdut-instance: not created yet",
+			},
+		},
+		"ServerRollingOut": {
+			reason: "a rollout leaves no replica ready for a while: the ServiceAccount composed already stays (leaving it out would delete the instance key)",
+			xr:     serverXR1,
+			observed: map[string]*fnv1.Resource{
+				NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", `{"replicas": 1, "readyReplicas": 0, "conditions": [{"type": "Available", "status": "False"}]}`),
+				NameService:        observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+				NameServiceAccount: observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "crossplane-system", "platform-oncall.terdut-instance", mrReady),
+				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+			},
+			want: want{
+				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue},
+				bootstrapped: "True Available",
+				summary:      "1 of 4 resources not ready: Deployment platform-oncall/terdut: Available=False",
+			},
+		},
+		"ServerZeroReplicas": {
+			reason: "replicas 0: no server runs, so no bootstrap; the reason says so",
+			xr:     serverXR,
+			want: want{
+				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyFalse, NameProviderConfig: resource.ReadyFalse},
+				bootstrapped: "False WaitingForReadyReplica",
+				summary: "4 of 4 resources not ready: ClusterProviderConfig platform-oncall.terdut: not created yet; Deployment platform-oncall/terdut: not created yet; " +
+					"Service platform-oncall/terdut: not created yet; ServiceAccount crossplane-system/platform-oncall.terdut-instance: not created while replicas is 0 " +
+					"(Deployment platform-oncall/terdut): /api/bootstrap needs a running server",
 			},
 		},
 		"ServerDeploymentUnavailable": {

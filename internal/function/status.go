@@ -27,11 +27,20 @@ import (
 // Bootstrapped).
 const TypeBootstrapped = "Bootstrapped"
 
+// ReasonWaitingForReadyReplica is the Bootstrapped condition's reason while
+// the bootstrap ServiceAccount is held back (holdBootstrap).
+const ReasonWaitingForReadyReplica = "WaitingForReadyReplica"
+
 // bootstrapped sets the Bootstrapped condition on the composite and its
-// claim from the bootstrap ServiceAccount's readiness.
-func bootstrapped(rsp *fnv1.RunFunctionResponse, n ServerNames, notReady map[string]string) {
+// claim from the bootstrap ServiceAccount's readiness; held: it is not
+// composed yet, for want of a ready replica.
+func bootstrapped(rsp *fnv1.RunFunctionResponse, n ServerNames, notReady map[string]string, held bool) {
 	if why, waiting := notReady[NameServiceAccount]; waiting {
-		response.ConditionFalse(rsp, TypeBootstrapped, "Waiting").WithMessage(why).TargetCompositeAndClaim()
+		reason := "Waiting"
+		if held {
+			reason = ReasonWaitingForReadyReplica
+		}
+		response.ConditionFalse(rsp, TypeBootstrapped, reason).WithMessage(why).TargetCompositeAndClaim()
 		return
 	}
 	response.ConditionTrue(rsp, TypeBootstrapped, "Available").
@@ -207,4 +216,54 @@ func describeObject(o Object) string {
 		n = o.GetNamespace() + "/" + n
 	}
 	return o.GetObjectKind().GroupVersionKind().Kind + " " + n
+}
+
+// holdBootstrap leaves the bootstrap ServiceAccount out of what is composed
+// until the server's Deployment has a ready replica (seed §6.1: call
+// /api/bootstrap only once one is ready), and says why. A ServiceAccount
+// composed already stays, whatever the Deployment does (a rollout has no
+// ready replica for a while): leaving it out then would delete the server's
+// instance account and its key.
+func holdBootstrap(out []Composed, observed map[resource.Name]resource.ObservedComposed) ([]Composed, string) {
+	if oc, ok := observed[NameServiceAccount]; ok && oc.Resource != nil {
+		return out, ""
+	}
+	var dep *appsv1.Deployment
+	for _, c := range out {
+		if d, ok := c.Object.(*appsv1.Deployment); ok {
+			dep = d
+		}
+	}
+	if dep == nil {
+		return out, ""
+	}
+	ready, want := int64(0), int64(1)
+	if dep.Spec.Replicas != nil {
+		want = int64(*dep.Spec.Replicas)
+	}
+	if oc, ok := observed[NameDeployment]; ok && oc.Resource != nil {
+		ready, _ = oc.Resource.GetInteger("status.readyReplicas")
+	}
+	if ready >= 1 {
+		return out, ""
+	}
+	kept := make([]Composed, 0, len(out))
+	var sa Object
+	for _, c := range out {
+		if c.Name == NameServiceAccount {
+			sa = c.Object
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if sa == nil {
+		return out, ""
+	}
+	why := fmt.Sprintf("%s: not created until Deployment %s/%s has a ready replica (%d of %d ready), so /api/bootstrap is not called before the server runs",
+		describeObject(sa), dep.Namespace, dep.Name, ready, want)
+	if want == 0 {
+		why = fmt.Sprintf("%s: not created while replicas is 0 (Deployment %s/%s): /api/bootstrap needs a running server",
+			describeObject(sa), dep.Namespace, dep.Name)
+	}
+	return kept, why
 }
