@@ -6,7 +6,8 @@
 // crash trials all use it, so they run the same stack.
 //
 // The control plane itself (etcd, kube-apiserver, kube-controller-manager,
-// Crossplane core) is cluster/local/local.sh's: Up calls it.
+// Crossplane core) is cluster/local/local.sh's: Up calls it. Nodes without
+// containers (kube-scheduler and kwok) are this package's (nodes.go).
 package stack
 
 import (
@@ -60,6 +61,9 @@ type Options struct {
 	// installed through the package manager and runs as its revision's
 	// ServiceAccount (Install).
 	Admin bool
+	// Nodes starts kube-scheduler and kwok with a fake node, so composed
+	// Deployments get pods that turn Ready (StartNodes).
+	Nodes bool
 }
 
 // Stack is a running stack. Everything it started is stopped by PID, by
@@ -115,6 +119,11 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 	}
 	if err := s.connect(); err != nil {
 		return nil, err
+	}
+	if o.Nodes {
+		if err := s.StartNodes(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.Build(ctx, "provider", "./cmd/provider"); err != nil {
 		return nil, err

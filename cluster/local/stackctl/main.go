@@ -48,7 +48,7 @@ func run(args []string) error {
 	defer cancel()
 	s, err := stack.Up(ctx, stack.Options{
 		Root: root, Name: *name, PortOffset: *offset, ProviderArgs: fs.Args(),
-		Users: strings.Split(*users, ","), DoubleArgs: strings.Fields(*double),
+		Users: strings.Split(*users, ","), DoubleArgs: strings.Fields(*double), Nodes: true,
 	})
 	if err != nil {
 		return err
