@@ -37,18 +37,17 @@ up() {
 
   cmd_function
 
-  # NOTE: the TerdutServer claim's Deployment is real, but no kubelet runs
-  # here: with replicas 0 it is Available; the provider reaches a second,
-  # fresh double (which the claim's bootstrap ServiceAccount registers on)
-  # through the claim's endpoint override.
+  # NOTE: the claim's pod turns Ready on kwok's fake node but runs nothing: the
+  # provider reaches a second, fresh double (which the claim's bootstrap
+  # ServiceAccount registers on) through the claim's endpoint override.
   rm -f "$RUN/claims.url"
   start terdut-double-claims "$RUN/bin/terdut-double" -listen 127.0.0.1:0 -fresh -addr-file "$RUN/claims.url"
   wait_for terdut-double-claims 10 test -s "$RUN/claims.url"
   local claims_url
   claims_url=$(cat "$RUN/claims.url")
-  step "claims: examples/claims (TerdutServer -> $claims_url, replicas 0)"
+  step "claims: examples/claims as written (TerdutServer, replicas 1; endpoint -> $claims_url)"
   kc apply -f "$ROOT/examples/claims/00-namespaces.yaml" >/dev/null
-  sed -e "s#^  replicas: 1\$#  replicas: 0\n  endpoint: $claims_url#" "$ROOT/examples/claims/terdutserver.yaml" | kc apply -f - >/dev/null
+  sed -e "s#^  replicas: 1\$#  replicas: 1\n  endpoint: $claims_url#" "$ROOT/examples/claims/terdutserver.yaml" | kc apply -f - >/dev/null
   step "waiting for the TerdutServer claim to be Ready (the provider bootstraps the fresh server)"
   kc -n platform-oncall wait --for=condition=Ready --timeout=240s terdutserver/terdut >/dev/null
   # NOTE: only after the bootstrap: a server with a user is no longer fresh.
@@ -61,6 +60,9 @@ up() {
   echo
   echo "\$ kubectl get terdutserver,terdutteam -A"
   kc get terdutserver,terdutteam -A
+  echo
+  echo "\$ kubectl get deploy -n platform-oncall"
+  kc get deploy -n platform-oncall
   echo
   echo "\$ kubectl get managed -A"
   kc get managed -A

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/cluster/local/stack"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 )
 
@@ -144,19 +145,17 @@ spec:
 
 	url := freshDouble(t, "claims")
 
-	scenariof(t, "a TerdutServer claim in platform-oncall (examples/claims; endpoint -> a fresh double, replicas 0) -> bootstrap ServiceAccount, ClusterProviderConfig, claim Synced and Ready")
+	scenariof(t, "a TerdutServer claim in platform-oncall (examples/claims as written, replicas 1; endpoint -> a fresh double) -> its pod held not Ready: no /api/bootstrap; then Ready: bootstrap ServiceAccount, ClusterProviderConfig, claim Synced and Ready")
 	nsYAML, _ := os.ReadFile(filepath.Join(env.root, "examples/claims/00-namespaces.yaml"))
 	apply(t, string(nsYAML))
 	srv, _ := os.ReadFile(filepath.Join(env.root, "examples/claims/terdutserver.yaml"))
-	// NOTE: no kubelet runs here, so only a Deployment of 0 replicas can
-	// become Available (kube-controller-manager sets it); the server the
-	// provider talks to is the double, through the endpoint override.
-	srvYAML := strings.Replace(string(srv), "  replicas: 1\n", "  replicas: 0\n  endpoint: "+url+"\n", 1)
+	// NOTE: the pod kwok plays serves nothing: the provider reaches the
+	// double through the claim's endpoint override. Replicas stay as written.
+	srvYAML := strings.Replace(string(srv), "  replicas: 1\n", "  replicas: 1\n  endpoint: "+url+"\n", 1)
 	if srvYAML == string(srv) {
-		t.Fatal("examples/claims/terdutserver.yaml no longer has 'replicas: 1' to replace")
+		t.Fatal("examples/claims/terdutserver.yaml no longer has 'replicas: 1' to add the endpoint after")
 	}
-	apply(t, srvYAML)
-	sc := claimReady(t, "platform-oncall", "terdutserver", "terdut")
+	sc := serverWithReadyReplica(t, url, srvYAML)
 	if sc.Status.Endpoint != url || sc.Status.ProviderConfigName != "platform-oncall.terdut" {
 		t.Errorf("claim status: endpoint %q, providerConfigName %q; want %q, platform-oncall.terdut", sc.Status.Endpoint, sc.Status.ProviderConfigName, url)
 	}
@@ -182,15 +181,15 @@ spec:
 	if cpc.Spec.Endpoint != url || cpc.Spec.HomeNamespace != "platform-oncall" || cpc.Spec.AllowedNamespaces.From != "Selector" {
 		t.Errorf("ClusterProviderConfig: endpoint %q, home %q, allowed %q", cpc.Spec.Endpoint, cpc.Spec.HomeNamespace, cpc.Spec.AllowedNamespaces.From)
 	}
-	dep := &appsv1.Deployment{}
-	if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: "platform-oncall", Name: "terdut"}, dep); err != nil {
-		t.Fatalf("the composed Deployment: %v", err)
-	}
-	fmt.Printf("    Deployment platform-oncall/terdut: image %s, replicas %d, Available=%s\n",
-		dep.Spec.Template.Spec.Containers[0].Image, *dep.Spec.Replicas, deploymentAvailable(dep))
 
-	scenariof(t, "a TerdutServer on a Zalando cluster: DatabaseReady is False (NotFound) until the postgresql exists and runs, then True")
-	apply(t, postgresqlCRD)
+	scenariof(t, "a rollout: the claim's image tag v0.9.3 -> v0.9.4 rolls a new ReplicaSet; the claim reports it, is Ready again after, with no new bootstrap and the same instance key")
+	rollout(t, url, "v0.9.4")
+
+	scenariof(t, "a TerdutServer on a Zalando cluster (the postgresql CRD of postgres-operator "+stack.ZalandoVersion+"): DatabaseReady is False (NotFound) until the postgresql exists and runs, then True")
+	crd, err := stack.ZalandoCRD(t.Context())
+	must(t, err, "find postgres-operator's CRD")
+	must(t, kubectl(nil, "apply", "-f", crd), "install postgres-operator's postgresql CRD")
+	fmt.Printf("    installed %s\n", crd)
 	if err := kubectl(nil, "wait", "--for", "condition=established", "--timeout=60s", "crd/postgresqls.acid.zalan.do"); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +225,7 @@ spec:
 	apply(t, `apiVersion: acid.zalan.do/v1
 kind: postgresql
 metadata: {name: zalando-pg, namespace: platform-oncall}
-spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {terdut: terdut}}
+spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {terdut: terdut}, postgresql: {version: "17"}, volume: {size: 1Gi}}
 `)
 	if err := kubectl(nil, "-n", "platform-oncall", "patch", "postgresql", "zalando-pg", "--subresource=status", "--type=merge",
 		"-p", `{"status":{"PostgresClusterStatus":"Running"}}`); err != nil {
@@ -371,21 +370,3 @@ func deploymentAvailable(d *appsv1.Deployment) corev1.ConditionStatus {
 func indent(s string) string {
 	return "      " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n      ") + "\n"
 }
-
-// postgresqlCRD stands in for postgres-operator's CRD: enough for a
-// postgresql object with a status.
-const postgresqlCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: postgresqls.acid.zalan.do}
-spec:
-  group: acid.zalan.do
-  names: {kind: postgresql, listKind: postgresqlList, plural: postgresqls, singular: postgresql}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`

@@ -68,7 +68,7 @@ func setup(ctx context.Context) error {
 	t0 := time.Now()
 	s, err := stack.Up(ctx, stack.Options{
 		Root: filepath.Clean(filepath.Join(wd, "..", "..")), Name: "e2e", PortOffset: portOffset,
-		ProviderArgs: []string{"--debug", "--poll=" + pollInterval},
+		ProviderArgs: []string{"--debug", "--poll=" + pollInterval}, Nodes: true,
 	})
 	env.stack = s
 	if err != nil {
