@@ -143,6 +143,7 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 		st := ServerStatus(n, &xr.Spec)
 		st.Summary = summarize(len(all), notReady)
 		bootstrapped(rsp, n, notReady, held != "")
+		composedCondition(rsp, observed, notReady, held)
 		if r := xr.Spec.Database.PostgresClusterRef; r != nil {
 			if err := databaseReady(req, rsp, n, r); err != nil {
 				return nil, nil, nil, err
@@ -163,6 +164,7 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 		st := TeamStatus(n, &xr.Spec)
 		st.TeamID = ObservedTeamID(observed)
 		st.Summary = summarize(len(out), notReady)
+		composedCondition(rsp, observed, notReady, "")
 		status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
 		return out, notReady, status, err
 	default:

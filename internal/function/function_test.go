@@ -390,3 +390,78 @@ func TestDatabaseReady(t *testing.T) {
 		})
 	}
 }
+
+// The claim's Composed condition carries the reason of the resource that
+// holds it back, and a failing one is also a warning event.
+func TestComposedCondition(t *testing.T) {
+	cases := map[string]struct {
+		xr       string
+		observed map[string]*fnv1.Resource
+		want     string // condition status and reason
+		warning  string // the warning result's reason; "" for none
+	}{
+		"RefusedTeam": {
+			xr:       teamXR,
+			observed: map[string]*fnv1.Resource{NameTeam: observed("Team", "terdut.ryuvia.com/v1alpha1", "team-a", "web", mrRefused)},
+			want:     "False RefNotPermitted",
+			warning:  "RefNotPermitted",
+		},
+		"WaitingDeployment": {
+			xr: serverXR1,
+			observed: map[string]*fnv1.Resource{
+				NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", unavailable),
+				NameService:        observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+			},
+			want: "False MinimumReplicasUnavailable",
+		},
+		"HeldBootstrap": {
+			xr: serverXR1,
+			observed: map[string]*fnv1.Resource{
+				NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", `{"replicas": 1, "readyReplicas": 0, "conditions": [{"type": "Available", "status": "True"}]}`),
+				NameService:        observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+			},
+			want: "False WaitingForReadyReplica",
+		},
+		"AllReady": {
+			xr: teamXR,
+			observed: map[string]*fnv1.Resource{
+				NameTeam:                        observed("Team", "terdut.ryuvia.com/v1alpha1", "team-a", "web", `{"atProvider": {"id": 42}, "conditions": [{"type": "Ready", "status": "True"}]}`),
+				"integration-prod-alertmanager": observed("Integration", "terdut.ryuvia.com/v1alpha1", "team-a", "web-prod-alertmanager", mrReady),
+			},
+			want: "True AllReady",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := &fnv1.RunFunctionRequest{
+				Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(tc.xr)}, Resources: tc.observed},
+				Desired:  &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(tc.xr)}},
+			}
+			rsp, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, c := range rsp.GetConditions() {
+				if c.GetType() == TypeComposed && c.GetTarget() == fnv1.Target_TARGET_COMPOSITE_AND_CLAIM {
+					got = strings.TrimPrefix(c.GetStatus().String(), "STATUS_CONDITION_") + " " + c.GetReason()
+				}
+			}
+			want := strings.ToUpper(strings.Fields(tc.want)[0]) + " " + strings.Fields(tc.want)[1]
+			if got != want {
+				t.Errorf("Composed condition %q, want %q", got, want)
+			}
+			warning := ""
+			for _, r := range rsp.GetResults() {
+				if r.GetSeverity() == fnv1.Severity_SEVERITY_WARNING && r.GetTarget() == fnv1.Target_TARGET_COMPOSITE_AND_CLAIM {
+					warning = r.GetReason()
+				}
+			}
+			if warning != tc.warning {
+				t.Errorf("warning event reason %q, want %q", warning, tc.warning)
+			}
+		})
+	}
+}

@@ -267,3 +267,74 @@ func holdBootstrap(out []Composed, observed map[resource.Name]resource.ObservedC
 	}
 	return kept, why
 }
+
+// TypeComposed is the claim's condition that says which composed resource
+// holds it back, with that resource's own reason (RefNotPermitted,
+// UnknownUser, WebhookSecretLost, WaitingForReadyReplica, ...), so that an
+// owner reads it in `kubectl describe` and `kubectl wait`, not only in the
+// summary.
+const TypeComposed = "Composed"
+
+// genericReasons say nothing of their own: the other condition's reason is
+// the more useful one.
+var genericReasons = map[string]bool{"": true, "Creating": true, "Unavailable": true, "ReconcileError": true, "ReconcileSuccess": true}
+
+// holdBack is the reason and message of the first composed resource (by
+// name) that is not ready, and whether it is failing (Synced=False) rather
+// than on its way.
+func holdBack(observed map[resource.Name]resource.ObservedComposed, notReady map[string]string, held string) (reason, msg string, failing bool) {
+	names := slices.Sorted(maps.Keys(notReady))
+	if len(names) == 0 {
+		return "", "", false
+	}
+	// A failing resource first: it needs the owner, the others only time.
+	type cand struct {
+		reason, msg string
+		failing     bool
+	}
+	var first *cand
+	for _, name := range names {
+		c := cand{reason: "NotCreated", msg: notReady[name]}
+		if name == NameServiceAccount && held != "" {
+			c.reason = ReasonWaitingForReadyReplica
+		} else if oc, ok := observed[resource.Name(name)]; ok && oc.Resource != nil {
+			ready := oc.Resource.GetCondition(xpv2.TypeReady)
+			synced := oc.Resource.GetCondition(xpv2.TypeSynced)
+			avail := oc.Resource.GetCondition("Available")
+			switch {
+			case ready.Status == corev1.ConditionFalse && !genericReasons[string(ready.Reason)]:
+				c.reason = string(ready.Reason)
+			case synced.Status == corev1.ConditionFalse && !genericReasons[string(synced.Reason)]:
+				c.reason = string(synced.Reason)
+			case avail.Status == corev1.ConditionFalse && avail.Reason != "":
+				c.reason = string(avail.Reason)
+			case ready.Reason != "":
+				c.reason = string(ready.Reason)
+			default:
+				c.reason = "NotReady"
+			}
+			c.failing = synced.Status == corev1.ConditionFalse
+		}
+		if c.failing {
+			return c.reason, c.msg, true
+		}
+		if first == nil {
+			first = &c
+		}
+	}
+	return first.reason, first.msg, false
+}
+
+// composedCondition sets the Composed condition on the composite and its
+// claim, and for a failing resource a warning event with its reason.
+func composedCondition(rsp *fnv1.RunFunctionResponse, observed map[resource.Name]resource.ObservedComposed, notReady map[string]string, held string) {
+	reason, msg, failing := holdBack(observed, notReady, held)
+	if reason == "" {
+		response.ConditionTrue(rsp, TypeComposed, "AllReady").WithMessage("every composed resource is ready").TargetCompositeAndClaim()
+		return
+	}
+	response.ConditionFalse(rsp, TypeComposed, reason).WithMessage(msg).TargetCompositeAndClaim()
+	if failing {
+		response.Warning(rsp, errors.New(msg)).WithReason(reason).TargetCompositeAndClaim()
+	}
+}

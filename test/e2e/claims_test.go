@@ -311,6 +311,31 @@ spec:
 	})
 	rc, _ := getClaim("team-c", "terdutteam", "ops")
 	fmt.Printf("    refused claim: %s\n", rc.Status.Summary)
+	eventually(t, 2*time.Minute, "the team-c claim's Composed condition and event with the Team's reason", func() string {
+		c, err := getClaim("team-c", "terdutteam", "ops")
+		if err != nil {
+			return err.Error()
+		}
+		got := ""
+		for _, cd := range c.Status.Conditions {
+			if cd.Type == "Composed" {
+				got = cd.Status + " " + cd.Reason
+			}
+		}
+		if got != "False RefNotPermitted" {
+			return "Composed: " + got
+		}
+		ev, err := kubectlOut(nil, "-n", "team-c", "get", "events", "-o", "name",
+			"--field-selector", "involvedObject.name=ops,reason=RefNotPermitted,type=Warning")
+		if err != nil {
+			return err.Error()
+		}
+		if strings.TrimSpace(ev) == "" {
+			return "no RefNotPermitted warning event on the claim yet"
+		}
+		return ""
+	})
+	fmt.Println("    the claim's condition Composed=False RefNotPermitted and a RefNotPermitted warning event on it")
 	for _, tm := range stateAt(t, url).Teams {
 		if tm.Name == "Ops" {
 			t.Errorf("the refused claim's team exists on the server (ID %d)", tm.ID)
