@@ -163,6 +163,9 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 		notReady := readiness(out, observed)
 		st := TeamStatus(n, &xr.Spec)
 		st.TeamID = ObservedTeamID(observed)
+		if err := teamServer(req, rsp, n, &xr.Spec, in.ProviderNamespace, &st); err != nil {
+			return nil, nil, nil, err
+		}
 		st.Summary = summarize(len(out), notReady)
 		composedCondition(rsp, observed, notReady, "")
 		status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)

@@ -2,11 +2,16 @@ package function
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/crossplane/function-sdk-go/errors"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/request"
 
 	platform "git.ryuvia.com/niklas/provider-terdut/apis/platform/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
 )
 
 // Names of the resources a TerdutTeam composes, as the pipeline knows them;
@@ -133,4 +138,59 @@ func TeamStatus(n TeamNames, s *platform.XTerdutTeamSpec) platform.XTerdutTeamSt
 		st.WebhookSecrets = append(st.WebhookSecrets, n.WebhookSecret(in.Name))
 	}
 	return st
+}
+
+// requiredProviderConfig names the team's provider config among the
+// required resources.
+const requiredProviderConfig = "provider-config"
+
+// teamServer asks Crossplane for the team's provider config and fills in
+// where the team's server is and where its key lives (seed §4.2). Until the
+// config is read, or while it does not exist, both stay empty.
+func teamServer(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n TeamNames, s *platform.XTerdutTeamSpec, providerNamespace string, st *platform.XTerdutTeamStatus) error {
+	ref := TeamProviderConfig(n, s)
+	sel := &fnv1.ResourceSelector{
+		ApiVersion: v1alpha1.SchemeGroupVersion.String(), Kind: ref.Kind,
+		Match: &fnv1.ResourceSelector_MatchName{MatchName: ref.Name},
+	}
+	ns := ""
+	if ref.Kind == v1alpha1.ProviderConfigKind {
+		ns = n.Namespace
+		sel.Namespace = &ns
+	}
+	if rsp.Requirements == nil {
+		rsp.Requirements = &fnv1.Requirements{}
+	}
+	if rsp.Requirements.Resources == nil {
+		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
+	}
+	rsp.Requirements.Resources[requiredProviderConfig] = sel
+	found, resolved, err := request.GetRequiredResource(req, requiredProviderConfig)
+	if err != nil {
+		return errors.Wrapf(err, "cannot read %s %s", ref.Kind, ref.Name)
+	}
+	if !resolved || len(found) == 0 {
+		return nil
+	}
+	pc := &v1alpha1.ProviderConfig{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(found[0].Resource.Object, pc); err != nil {
+		return errors.Wrapf(err, "cannot decode %s %s", ref.Kind, ref.Name)
+	}
+	st.ServerEndpoint = pc.Spec.Endpoint
+	if ts := pc.Spec.TeamScopedCredentials; ts != nil && !*ts {
+		if r := pc.Spec.Credentials.SecretRef; r != nil {
+			secretNS := r.Namespace
+			if secretNS == "" {
+				secretNS = ns
+			}
+			st.CredentialsSecretRef = &platform.CredentialsSecretRef{Namespace: secretNS, Name: r.Name, Key: r.Key}
+		}
+		return nil
+	}
+	if st.TeamID > 0 {
+		st.CredentialsSecretRef = &platform.CredentialsSecretRef{
+			Namespace: providerNamespace, Name: teamkey.SecretName(teamkey.ConfigID(ref.Kind, ns, ref.Name), pc.Spec.Endpoint, st.TeamID), Key: teamkey.Key,
+		}
+	}
+	return nil
 }

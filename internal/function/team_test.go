@@ -7,9 +7,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/resource"
 
 	platform "git.ryuvia.com/niklas/provider-terdut/apis/platform/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
 )
 
 func TestTeamProviderConfig(t *testing.T) {
@@ -102,5 +106,68 @@ func TestTeam(t *testing.T) {
 	// A team alone composes only its Team.
 	if got := Team(n, &platform.XTerdutTeamSpec{DisplayName: "Solo"}); len(got) != 1 || got[0].Name != NameTeam {
 		t.Errorf("a team without policy, switches or integrations composed %d resources, want only the Team", len(got))
+	}
+}
+
+// A TerdutTeam tells its owner where its server is and where the key its
+// resources use lives (seed §4.2), read from its provider config.
+func TestTeamServerStatus(t *testing.T) {
+	cpc := func(spec string) map[string]*fnv1.Resources {
+		return map[string]*fnv1.Resources{requiredProviderConfig: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(
+			`{"apiVersion": "terdut.ryuvia.com/v1alpha1", "kind": "ClusterProviderConfig", "metadata": {"name": "platform-oncall.terdut"}, "spec": ` + spec + `}`)}}}}
+	}
+	teamObserved := map[string]*fnv1.Resource{NameTeam: observed("Team", "terdut.ryuvia.com/v1alpha1", "team-a", "web", `{"atProvider": {"id": 42}, "conditions": [{"type": "Ready", "status": "True"}]}`)}
+	const endpoint = "http://terdut.platform-oncall.svc:8080"
+	cases := map[string]struct {
+		required map[string]*fnv1.Resources
+		observed map[string]*fnv1.Resource
+		want     map[string]any
+	}{
+		"NotReadYet": {
+			observed: teamObserved,
+			want:     map[string]any{"teamId": float64(42)},
+		},
+		"TeamScoped": {
+			required: cpc(`{"endpoint": "` + endpoint + `", "credentials": {"source": "Secret", "secretRef": {"namespace": "crossplane-system", "name": "platform-oncall.terdut-instance-credentials", "key": "token"}}}`),
+			observed: teamObserved,
+			want: map[string]any{"teamId": float64(42), "serverEndpoint": endpoint, "credentialsSecretRef": map[string]any{
+				"namespace": "crossplane-system", "key": "token",
+				"name": teamkey.SecretName("ClusterProviderConfig/platform-oncall.terdut", endpoint, 42),
+			}},
+		},
+		"NoTeamIDYet": {
+			required: cpc(`{"endpoint": "` + endpoint + `", "credentials": {"source": "Secret"}}`),
+			want:     map[string]any{"serverEndpoint": endpoint},
+		},
+		"ConfigKey": {
+			required: cpc(`{"endpoint": "` + endpoint + `", "teamScopedCredentials": false, "credentials": {"source": "Secret", "secretRef": {"namespace": "crossplane-system", "name": "instance", "key": "token"}}}`),
+			observed: teamObserved,
+			want: map[string]any{"teamId": float64(42), "serverEndpoint": endpoint, "credentialsSecretRef": map[string]any{
+				"namespace": "crossplane-system", "name": "instance", "key": "token",
+			}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := &fnv1.RunFunctionRequest{
+				Observed:          &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(teamXR)}, Resources: tc.observed},
+				Desired:           &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(teamXR)}},
+				RequiredResources: tc.required,
+			}
+			rsp, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sel := rsp.GetRequirements().GetResources()[requiredProviderConfig]
+			if sel.GetKind() != "ClusterProviderConfig" || sel.GetMatchName() != "platform-oncall.terdut" {
+				t.Errorf("asks for %s %q, want ClusterProviderConfig platform-oncall.terdut", sel.GetKind(), sel.GetMatchName())
+			}
+			st := rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
+			for _, k := range []string{"teamId", "serverEndpoint", "credentialsSecretRef"} {
+				if diff := cmp.Diff(tc.want[k], st[k]); diff != "" {
+					t.Errorf("status.%s: -want, +got:\n%s", k, diff)
+				}
+			}
+		})
 	}
 }

@@ -30,11 +30,17 @@ type claim struct {
 			Reason  string `json:"reason"`
 			Message string `json:"message"`
 		} `json:"conditions"`
-		Endpoint           string   `json:"endpoint"`
-		ProviderConfigName string   `json:"providerConfigName"`
-		TeamID             int64    `json:"teamId"`
-		WebhookSecrets     []string `json:"webhookSecrets"`
-		Summary            string   `json:"summary"`
+		Endpoint           string `json:"endpoint"`
+		ProviderConfigName string `json:"providerConfigName"`
+		TeamID             int64  `json:"teamId"`
+		ServerEndpoint     string `json:"serverEndpoint"`
+		CredentialsRef     *struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+			Key       string `json:"key"`
+		} `json:"credentialsSecretRef"`
+		WebhookSecrets []string `json:"webhookSecrets"`
+		Summary        string   `json:"summary"`
 	} `json:"status"`
 }
 
@@ -273,6 +279,15 @@ spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {te
 		t.Errorf("the webhook Secret has keys %v, want url and key", keys(sec.Data))
 	}
 	fmt.Printf("    team claim: teamId %d, %s; webhook Secret keys %v\n", tc.Status.TeamID, tc.Status.Summary, keys(sec.Data))
+	if tc.Status.ServerEndpoint != url || tc.Status.CredentialsRef == nil {
+		t.Fatalf("team claim status: serverEndpoint %q, credentialsSecretRef %+v; want %q and the team key's Secret", tc.Status.ServerEndpoint, tc.Status.CredentialsRef, url)
+	}
+	ref := tc.Status.CredentialsRef
+	key := &corev1.Secret{}
+	if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, key); err != nil || len(key.Data[ref.Key]) == 0 {
+		t.Errorf("the team key Secret the claim names, %s/%s key %s: %v (key set: %t)", ref.Namespace, ref.Name, ref.Key, err, len(key.Data[ref.Key]) > 0)
+	}
+	fmt.Printf("    team claim status: serverEndpoint %s, credentialsSecretRef %s/%s key %s (the Secret exists)\n", tc.Status.ServerEndpoint, ref.Namespace, ref.Name, ref.Key)
 	out, err := kubectlOut(nil, "get", "managed", "-A")
 	if err != nil {
 		t.Fatal(err)

@@ -155,6 +155,19 @@ type XTerdutTeamStatus struct {
 	// +optional
 	ProviderConfig string `json:"providerConfig,omitempty"`
 
+	// ServerEndpoint is where the team's server is reached: its provider
+	// config's endpoint.
+	// +optional
+	ServerEndpoint string `json:"serverEndpoint,omitempty"`
+
+	// CredentialsSecretRef is where the key the team's resources use
+	// lives, once the team has its ID: the team-scoped key Secret the
+	// provider keeps in its own namespace (seed §6.3), or the provider
+	// config's own key when that config does not mint team keys. The key
+	// itself is never shown here, and a tenant is not given access to it.
+	// +optional
+	CredentialsSecretRef *CredentialsSecretRef `json:"credentialsSecretRef,omitempty"`
+
 	// WebhookSecrets are the Secrets, in the claim's namespace, holding
 	// each integration's url and key.
 	// +optional

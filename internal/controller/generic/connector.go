@@ -19,6 +19,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
 )
 
 const (
@@ -149,12 +150,7 @@ func (c Config) ID() string { return ConfigID(c.Kind, c.Namespace, c.Name) }
 
 // ConfigID names a provider config in the client cache: its kind, its
 // namespace (none for a ClusterProviderConfig) and its name.
-func ConfigID(kind, namespace, name string) string {
-	if namespace == "" {
-		return kind + "/" + name
-	}
-	return kind + "/" + namespace + "/" + name
-}
+func ConfigID(kind, namespace, name string) string { return teamkey.ConfigID(kind, namespace, name) }
 
 // ResolveProviderConfig gets the provider config mg references: a
 // ProviderConfig in mg's namespace, or a ClusterProviderConfig.

@@ -2,8 +2,6 @@ package generic
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +16,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
 )
 
 // Labels and keys of the team-key Secrets in the provider's namespace.
@@ -35,7 +34,7 @@ const (
 	// tried again, never forgotten.
 	AnnotationRevokeKeyID = "terdut.ryuvia.com/revoke-key-id"
 
-	keyToken     = "token"
+	keyToken     = teamkey.Key
 	keyAccountID = "account-id"
 	keyKeyID     = "key-id"
 	keyEndpoint  = "endpoint"
@@ -90,14 +89,11 @@ func (k *TeamKeys) lock(name string) func() {
 
 // configHash names a provider config and its server in Secret names and
 // labels.
-func configHash(cfg Config) string {
-	h := sha256.Sum256([]byte(cfg.ID() + "\x00" + cfg.Spec.Endpoint))
-	return hex.EncodeToString(h[:5])
-}
+func configHash(cfg Config) string { return teamkey.ConfigHash(cfg.ID(), cfg.Spec.Endpoint) }
 
 // SecretName is the deterministic name of a team's key Secret.
 func SecretName(cfg Config, teamID int64) string {
-	return "terdut-team-" + configHash(cfg) + "-" + FormatID(teamID)
+	return teamkey.SecretName(cfg.ID(), cfg.Spec.Endpoint, teamID)
 }
 
 // TeamAccountPrefix begins the name of every team's service account on the
