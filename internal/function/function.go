@@ -141,6 +141,7 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 			notReady[NameServiceAccount] = held
 		}
 		st := ServerStatus(n, &xr.Spec)
+		st.KeyRotation = ObservedKeyRotation(observed)
 		st.Summary = summarize(len(all), notReady)
 		bootstrapped(rsp, n, notReady, held != "")
 		composedCondition(rsp, observed, notReady, held)

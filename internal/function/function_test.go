@@ -465,3 +465,30 @@ func TestComposedCondition(t *testing.T) {
 		})
 	}
 }
+
+// The claim's keyRotation reaches the bootstrap ServiceAccount (an interval,
+// and a request that rotates the instance key now), and the claim reports
+// when the key rotates next (seed §6.6).
+func TestServerKeyRotation(t *testing.T) {
+	xr := strings.Replace(serverXR, `"bootstrap": {"username": "admin"},`, `"bootstrap": {"username": "admin"}, "keyRotation": {"interval": "24h", "rotationRequest": "2026-12-05"},`, 1)
+	req := &fnv1.RunFunctionRequest{
+		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xr)}, Resources: map[string]*fnv1.Resource{
+			NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", available),
+			NameServiceAccount: observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "crossplane-system", "platform-oncall.terdut-instance", `{"atProvider": {"nextRotationAt": "2026-12-06T10:00:00Z", "lastRotationRequest": "2026-12-05"}, "conditions": [{"type": "Ready", "status": "True"}]}`),
+		}},
+		Desired: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xr)}},
+	}
+	rsp, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := rsp.GetDesired().GetResources()[NameServiceAccount].GetResource().AsMap()
+	kr := sa["spec"].(map[string]any)["forProvider"].(map[string]any)["keyRotation"]
+	if diff := cmp.Diff(map[string]any{"interval": "24h0m0s", "rotationRequest": "2026-12-05"}, kr); diff != "" {
+		t.Errorf("the ServiceAccount's keyRotation: -want, +got:\n%s", diff)
+	}
+	st := rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
+	if diff := cmp.Diff(map[string]any{"nextRotationAt": "2026-12-06T10:00:00Z", "lastRotationRequest": "2026-12-05"}, st["keyRotation"]); diff != "" {
+		t.Errorf("status.keyRotation: -want, +got:\n%s", diff)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/crossplane/function-sdk-go/resource"
 
 	platform "git.ryuvia.com/niklas/provider-terdut/apis/platform/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -310,10 +311,38 @@ func bootstrapAccount(n ServerNames, s *platform.XTerdutServerSpec) *v1alpha1.Se
 				Name:        instanceAccountName,
 				Scope:       "instance",
 				Bootstrap:   &v1alpha1.Bootstrap{Username: s.Bootstrap.Username, Email: s.Bootstrap.Email},
-				KeyRotation: &v1alpha1.KeyRotation{Interval: &metav1.Duration{Duration: instanceKeyRotation}},
+				KeyRotation: keyRotation(s.KeyRotation),
 			},
 		},
 	}
+}
+
+// keyRotation is the instance key's rotation: the claim's interval (a
+// month unless it says otherwise) and its rotation request.
+func keyRotation(k platform.ServerKeyRotation) *v1alpha1.KeyRotation {
+	interval := k.Interval
+	if interval == nil {
+		interval = &metav1.Duration{Duration: instanceKeyRotation}
+	}
+	return &v1alpha1.KeyRotation{Interval: interval, RotationRequest: k.RotationRequest}
+}
+
+// ObservedKeyRotation is the instance key's rotation as the bootstrap
+// ServiceAccount reports it; nil before it exists.
+func ObservedKeyRotation(observed map[resource.Name]resource.ObservedComposed) *platform.ServerKeyRotationStatus {
+	oc, ok := observed[NameServiceAccount]
+	if !ok || oc.Resource == nil {
+		return nil
+	}
+	at := &v1alpha1.ServiceAccount{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(oc.Resource.Object, at); err != nil {
+		return nil
+	}
+	o := at.Status.AtProvider
+	if o.NextRotationAt == nil && o.LastRotationRequest == "" {
+		return nil
+	}
+	return &platform.ServerKeyRotationStatus{NextRotationAt: o.NextRotationAt, LastRotationRequest: o.LastRotationRequest}
 }
 
 func clusterProviderConfig(n ServerNames, s *platform.XTerdutServerSpec) *v1alpha1.ClusterProviderConfig {

@@ -73,6 +73,13 @@ type XTerdutServerSpec struct {
 	// +kubebuilder:default={}
 	Bootstrap Bootstrap `json:"bootstrap"`
 
+	// KeyRotation of the instance key the provider holds for this server
+	// (seed §6.6): every interval, and once more each time rotationRequest
+	// changes. Teams' keys are not touched.
+	// +optional
+	// +kubebuilder:default={}
+	KeyRotation ServerKeyRotation `json:"keyRotation"`
+
 	// Resources of the server container.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
@@ -328,6 +335,23 @@ type AllowedTeams struct {
 	Namespaces v1alpha1.AllowedNamespaces `json:"namespaces"`
 }
 
+// ServerKeyRotation says when the instance key is rotated.
+type ServerKeyRotation struct {
+	// Interval between rotations.
+	// +optional
+	// +kubebuilder:default="720h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1m')",message="keyRotation.interval must be a duration of at least 1m, e.g. 720h"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// RotationRequest rotates the key now, once each time it changes: set
+	// it to a new value (e.g. the current date).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	RotationRequest string `json:"rotationRequest,omitempty"`
+}
+
 // Bootstrap is the server's first admin user.
 type Bootstrap struct {
 	// Username of the first admin.
@@ -363,9 +387,23 @@ type XTerdutServerStatus struct {
 	// +optional
 	CredentialsSecretRef *CredentialsSecretRef `json:"credentialsSecretRef,omitempty"`
 
+	// KeyRotation is the instance key's rotation as the provider reports it.
+	// +optional
+	KeyRotation *ServerKeyRotationStatus `json:"keyRotation,omitempty"`
+
 	// Summary says what is not ready yet, or that everything is.
 	// +optional
 	Summary string `json:"summary,omitempty"`
+}
+
+// ServerKeyRotationStatus is the instance key's rotation as observed.
+type ServerKeyRotationStatus struct {
+	// NextRotationAt is when the key rotates next.
+	// +optional
+	NextRotationAt *metav1.Time `json:"nextRotationAt,omitempty"`
+	// LastRotationRequest is the keyRotation.rotationRequest handled last.
+	// +optional
+	LastRotationRequest string `json:"lastRotationRequest,omitempty"`
 }
 
 // CredentialsSecretRef is a key of a Secret in a given namespace.
