@@ -146,8 +146,14 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 		bootstrapped(rsp, n, notReady, held != "")
 		composedCondition(rsp, observed, notReady, held)
 		if r := xr.Spec.Database.PostgresClusterRef; r != nil {
-			if err := databaseReady(req, rsp, n, r); err != nil {
+			crd, err := databaseReady(req, rsp, n, r)
+			if err != nil {
 				return nil, nil, nil, err
+			}
+			if crd {
+				if st.Database, err = databaseCredentials(req, rsp, n, xr, observed); err != nil {
+					return nil, nil, nil, err
+				}
 			}
 		} else {
 			dsnReady(rsp, out, notReady)

@@ -1,8 +1,10 @@
 package function
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -320,6 +322,10 @@ func TestDatabaseReady(t *testing.T) {
 		return &fnv1.Resources{Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{"apiVersion": "acid.zalan.do/v1", "kind": "postgresql",
 			"metadata": {"namespace": "platform-oncall", "name": "terdut-postgres"}, "status": {"PostgresClusterStatus": "` + status + `"}}`)}}}
 	}
+	crd := &fnv1.Resources{Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "postgresqls.acid.zalan.do"}}`)}}}
+	withCRD := func(cluster *fnv1.Resources) map[string]*fnv1.Resources {
+		return map[string]*fnv1.Resources{requiredPostgresCRD: crd, requiredPostgres: cluster}
+	}
 	cases := map[string]struct {
 		reason      string
 		xr          string
@@ -329,26 +335,39 @@ func TestDatabaseReady(t *testing.T) {
 		want        string
 	}{
 		"FirstPass": {
-			reason: "the cluster is asked for; until Crossplane has read it, the condition is Unknown",
-			xr:     zalando, wantRequire: true,
+			reason: "the CRD is asked for first; until Crossplane has read it, the condition is Unknown",
+			xr:     zalando,
+			want:   "STATUS_CONDITION_UNKNOWN Waiting: reading postgresql platform-oncall/terdut-postgres",
+		},
+		"NoCRD": {
+			reason:   "without postgres-operator's CRD the claim says so (and asks for no postgresql, which could not be read)",
+			xr:       zalando,
+			required: map[string]*fnv1.Resources{requiredPostgresCRD: {}},
+			want: "STATUS_CONDITION_FALSE PostgresOperatorNotInstalled: database.postgresClusterRef names postgresql platform-oncall/terdut-postgres, " +
+				"but the CRD postgresqls.acid.zalan.do is not installed: install Zalando's postgres-operator, or use database.dsn",
+		},
+		"CRDRead": {
+			reason:   "with the CRD there, the cluster is asked for; until Crossplane has read it, the condition is Unknown",
+			xr:       zalando,
+			required: map[string]*fnv1.Resources{requiredPostgresCRD: crd}, wantRequire: true,
 			want: "STATUS_CONDITION_UNKNOWN Waiting: reading postgresql platform-oncall/terdut-postgres",
 		},
 		"NotFound": {
 			reason:   "a cluster that does not exist is named",
 			xr:       zalando,
-			required: map[string]*fnv1.Resources{requiredPostgres: {}}, wantRequire: true,
+			required: withCRD(&fnv1.Resources{}), wantRequire: true,
 			want: "STATUS_CONDITION_FALSE NotFound: postgresql platform-oncall/terdut-postgres does not exist: create the cluster, or fix database.postgresClusterRef",
 		},
 		"Creating": {
 			reason:   "a cluster the operator is still creating is not ready",
 			xr:       zalando,
-			required: map[string]*fnv1.Resources{requiredPostgres: cluster("Creating")}, wantRequire: true,
+			required: withCRD(cluster("Creating")), wantRequire: true,
 			want: "STATUS_CONDITION_FALSE ClusterNotRunning: postgresql platform-oncall/terdut-postgres is Creating",
 		},
 		"Running": {
 			reason:   "a Running cluster is ready",
 			xr:       zalando,
-			required: map[string]*fnv1.Resources{requiredPostgres: cluster("Running")}, wantRequire: true,
+			required: withCRD(cluster("Running")), wantRequire: true,
 			want: "STATUS_CONDITION_TRUE Running: postgresql platform-oncall/terdut-postgres is Running",
 		},
 		"DSN": {
@@ -491,4 +510,131 @@ func TestServerKeyRotation(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"nextRotationAt": "2026-12-06T10:00:00Z", "lastRotationRequest": "2026-12-05"}, st["keyRotation"]); diff != "" {
 		t.Errorf("status.keyRotation: -want, +got:\n%s", diff)
 	}
+}
+
+// A rotation of the Zalando cluster's credentials Secret is detected and
+// reported until the server's pods restart (seed §8); the password itself is
+// never shown.
+func TestDatabaseCredentialsRotation(t *testing.T) {
+	defer func(n func() time.Time) { now = n }(now)
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	now = func() time.Time { return at }
+	const secret = "terdut.terdut-postgres.credentials.postgresql.acid.zalan.do"
+	xr := func(status string) string {
+		x := strings.Replace(serverXR, `"dsn": "postgres://terdut@db:5432/terdut", "passwordSecretRef": {"name": "terdut-db", "key": "password"}`,
+			`"postgresClusterRef": {"name": "terdut-postgres", "user": "terdut", "database": "terdut"}`, 1)
+		x = strings.Replace(x, `"metadata": {"name": "terdut-x7k2p"}`, `"metadata": {"name": "terdut-x7k2p", "uid": "6c1c0d52"}`, 1)
+		if status != "" {
+			x = strings.TrimSuffix(strings.TrimSpace(x), "}") + `, "status": ` + status + `}`
+		}
+		return x
+	}
+	required := func(password string) map[string]*fnv1.Resources {
+		r := map[string]*fnv1.Resources{
+			requiredPostgresCRD: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "postgresqls.acid.zalan.do"}}`)}}},
+			requiredPostgres: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{"apiVersion": "acid.zalan.do/v1", "kind": "postgresql", "metadata": {"namespace": "platform-oncall", "name": "terdut-postgres"}, "status": {"PostgresClusterStatus": "Running"}}`)}}},
+			requiredCredentials: {},
+		}
+		if password != "" {
+			r[requiredCredentials] = &fnv1.Resources{Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "platform-oncall", "name": "` + secret +
+				`"}, "data": {"username": "dGVyZHV0", "password": "` + password + `"}}`)}}}
+		}
+		return r
+	}
+	deployment := func(gen, observedGen, updated int) map[string]*fnv1.Resource {
+		return map[string]*fnv1.Resource{NameDeployment: {Resource: resource.MustStructJSON(fmt.Sprintf(`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"namespace": "platform-oncall", "name": "terdut", "generation": %d},
+			"spec": {"replicas": 1}, "status": {"observedGeneration": %d, "replicas": 1, "updatedReplicas": %d, "availableReplicas": 1, "conditions": [{"type": "Available", "status": "True"}]}}`, gen, observedGen, updated))}}
+	}
+	// The fingerprint of password "b2xk" ("old") for this composite.
+	first := func(t *testing.T) string {
+		t.Helper()
+		rsp := run(t, xr(""), required("b2xk"), deployment(1, 1, 1))
+		db, _ := rsp["status"].(map[string]any)["database"].(map[string]any)
+		fp, _ := db["credentialsFingerprint"].(string)
+		if len(fp) != 16 {
+			t.Fatalf("status.database %v: want a 16-hex-digit fingerprint", db)
+		}
+		return fp
+	}
+	fp := first(t)
+	changed := `{"database": {"credentialsSecret": "` + secret + `", "credentialsFingerprint": "` + fp + `", "credentialsChangedAt": "2026-12-05T11:00:00Z", "changedAtGeneration": 1}}`
+	cases := map[string]struct {
+		status   string
+		password string
+		deploy   map[string]*fnv1.Resource
+		want     string // DatabaseCredentials status and reason
+		warning  bool
+		changed  string // status.database.credentialsChangedAt
+	}{
+		"FirstSight": {password: "b2xk", deploy: deployment(1, 1, 1), want: "TRUE Current"},
+		"Unchanged": {
+			status:   `{"database": {"credentialsSecret": "` + secret + `", "credentialsFingerprint": "` + fp + `"}}`,
+			password: "b2xk", deploy: deployment(1, 1, 1), want: "TRUE Current",
+		},
+		"Rotated": {
+			status:   `{"database": {"credentialsSecret": "` + secret + `", "credentialsFingerprint": "` + fp + `"}}`,
+			password: "bmV3", deploy: deployment(1, 1, 1), want: "FALSE CredentialsRotated", warning: true, changed: "2026-12-05T12:00:00Z",
+		},
+		"StillOldPods": {
+			status: changed, password: "b2xk", deploy: deployment(1, 1, 1), want: "FALSE CredentialsRotated", warning: true, changed: "2026-12-05T11:00:00Z",
+		},
+		"RollingOut": {
+			status: changed, password: "b2xk", deploy: deployment(2, 2, 0), want: "FALSE CredentialsRotated", warning: true, changed: "2026-12-05T11:00:00Z",
+		},
+		"Restarted": {
+			status: changed, password: "b2xk", deploy: deployment(2, 2, 1), want: "TRUE Current",
+		},
+		"NoSecret": {deploy: deployment(1, 1, 1), want: "FALSE SecretNotFound"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := runResponse(t, xr(tc.status), required(tc.password), tc.deploy)
+			got, msg, warning := "", "", false
+			for _, c := range rsp.GetConditions() {
+				if c.GetType() == TypeDatabaseCredentials {
+					got, msg = strings.TrimPrefix(c.GetStatus().String(), "STATUS_CONDITION_")+" "+c.GetReason(), c.GetMessage()
+				}
+			}
+			for _, r := range rsp.GetResults() {
+				warning = warning || (r.GetSeverity() == fnv1.Severity_SEVERITY_WARNING && r.GetReason() == "CredentialsRotated")
+			}
+			if got != tc.want || warning != tc.warning {
+				t.Errorf("DatabaseCredentials %q (%s), warning %t; want %q, warning %t", got, msg, warning, tc.want, tc.warning)
+			}
+			if strings.Contains(msg, "b2xk") || strings.Contains(msg, "bmV3") {
+				t.Errorf("the message shows the password: %s", msg)
+			}
+			st := rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
+			db, _ := st["database"].(map[string]any)
+			if c, _ := db["credentialsChangedAt"].(string); c != tc.changed {
+				t.Errorf("status.database.credentialsChangedAt %q, want %q", c, tc.changed)
+			}
+		})
+	}
+}
+
+// runResponse runs the function on xr with required and observed resources.
+func runResponse(t *testing.T, xr string, required map[string]*fnv1.Resources, obs map[string]*fnv1.Resource) *fnv1.RunFunctionResponse {
+	t.Helper()
+	req := &fnv1.RunFunctionRequest{
+		Observed:          &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xr)}, Resources: obs},
+		Desired:           &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xr)}},
+		RequiredResources: required,
+	}
+	rsp, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rsp.GetResults() {
+		if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
+			t.Fatalf("fatal: %s", r.GetMessage())
+		}
+	}
+	return rsp
+}
+
+// run is runResponse's desired composite.
+func run(t *testing.T, xr string, required map[string]*fnv1.Resources, obs map[string]*fnv1.Resource) map[string]any {
+	t.Helper()
+	return runResponse(t, xr, required, obs).GetDesired().GetComposite().GetResource().AsMap()
 }

@@ -1,14 +1,20 @@
 package function
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	xpresource "github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -54,22 +60,48 @@ func bootstrapped(rsp *fnv1.RunFunctionResponse, n ServerNames, notReady map[str
 // reaches the database) passing.
 const TypeDatabaseReady = "DatabaseReady"
 
-// requiredPostgres names the Zalando cluster among the required resources.
-const requiredPostgres = "postgres-cluster"
+// requiredPostgres names the Zalando cluster among the required resources,
+// requiredPostgresCRD the CRD that defines it.
+const (
+	requiredPostgres    = "postgres-cluster"
+	requiredPostgresCRD = "postgres-crd"
+	// PostgresCRDName is postgres-operator's CRD of postgresql clusters.
+	PostgresCRDName = "postgresqls.acid.zalan.do"
+)
 
 // databaseReady asks Crossplane for the claim's postgresql cluster and sets
-// DatabaseReady from its status (PostgresClusterStatus "Running").
-func databaseReady(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n ServerNames, r *platform.PostgresClusterRef) error {
+// DatabaseReady from its status (PostgresClusterStatus "Running"). It asks
+// for postgres-operator's CRD first: without it a postgresql cannot be read
+// at all, and the claim says so instead of failing to compose (seed §8: the
+// CRD is optional).
+func databaseReady(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n ServerNames, r *platform.PostgresClusterRef) (crdInstalled bool, err error) {
 	ns := n.Namespace
-	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredPostgres: {
-		ApiVersion: "acid.zalan.do/v1", Kind: "postgresql", Namespace: &ns,
-		Match: &fnv1.ResourceSelector_MatchName{MatchName: r.Name},
+	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredPostgresCRD: {
+		ApiVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition",
+		Match: &fnv1.ResourceSelector_MatchName{MatchName: PostgresCRDName},
 	}}}
 	what := fmt.Sprintf("postgresql %s/%s", ns, r.Name)
+	crd, resolved, err := request.GetRequiredResource(req, requiredPostgresCRD)
+	switch {
+	case err != nil:
+		return false, errors.Wrapf(err, "cannot read CustomResourceDefinition %s", PostgresCRDName)
+	case !resolved:
+		response.ConditionUnknown(rsp, TypeDatabaseReady, "Waiting").WithMessage("reading " + what).TargetCompositeAndClaim()
+		return false, nil
+	case len(crd) == 0:
+		response.ConditionFalse(rsp, TypeDatabaseReady, "PostgresOperatorNotInstalled").
+			WithMessage(fmt.Sprintf("database.postgresClusterRef names %s, but the CRD %s is not installed: install Zalando's postgres-operator, or use database.dsn", what, PostgresCRDName)).
+			TargetCompositeAndClaim()
+		return false, nil
+	}
+	rsp.Requirements.Resources[requiredPostgres] = &fnv1.ResourceSelector{
+		ApiVersion: "acid.zalan.do/v1", Kind: "postgresql", Namespace: &ns,
+		Match: &fnv1.ResourceSelector_MatchName{MatchName: r.Name},
+	}
 	found, resolved, err := request.GetRequiredResource(req, requiredPostgres)
 	switch {
 	case err != nil:
-		return errors.Wrapf(err, "cannot read %s", what)
+		return true, errors.Wrapf(err, "cannot read %s", what)
 	case !resolved:
 		response.ConditionUnknown(rsp, TypeDatabaseReady, "Waiting").WithMessage("reading " + what).TargetCompositeAndClaim()
 	case len(found) == 0:
@@ -79,7 +111,7 @@ func databaseReady(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, 
 		phase, _, _ := unstructured.NestedString(found[0].Resource.Object, "status", "PostgresClusterStatus")
 		if phase == "Running" {
 			response.ConditionTrue(rsp, TypeDatabaseReady, "Running").WithMessage(what + " is Running").TargetCompositeAndClaim()
-			return nil
+			return true, nil
 		}
 		if phase == "" {
 			phase = "unknown"
@@ -87,7 +119,7 @@ func databaseReady(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, 
 		response.ConditionFalse(rsp, TypeDatabaseReady, "ClusterNotRunning").
 			WithMessage(fmt.Sprintf("%s is %s", what, phase)).TargetCompositeAndClaim()
 	}
-	return nil
+	return true, nil
 }
 
 // dsnReady sets DatabaseReady for a database the owner brings (a dsn): the
@@ -337,4 +369,86 @@ func composedCondition(rsp *fnv1.RunFunctionResponse, observed map[resource.Name
 	if failing {
 		response.Warning(rsp, errors.New(msg)).WithReason(reason).TargetCompositeAndClaim()
 	}
+}
+
+// TypeDatabaseCredentials is the server claim's condition that its pods use
+// the Zalando cluster's current password: postgres-operator may rotate the
+// credentials Secret, and a pod reads PGPASSWORD only when it starts (seed
+// §8: a rotation is detected and reported; restarting on it is left to the
+// owner).
+const TypeDatabaseCredentials = "DatabaseCredentials"
+
+// requiredCredentials names the credentials Secret among the required
+// resources.
+const requiredCredentials = "postgres-credentials"
+
+// now is the function's clock (tests set it).
+var now = time.Now
+
+// databaseCredentials asks for the cluster's credentials Secret and tells,
+// from what the composite recorded of it, whether it changed since the
+// server's pods started. It returns what to record now.
+func databaseCredentials(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n ServerNames, xr *platform.XTerdutServer, observed map[resource.Name]resource.ObservedComposed) (*platform.ServerDatabaseStatus, error) {
+	_, name, _ := Database(n, &xr.Spec.Database)
+	ns := n.Namespace
+	rsp.Requirements.Resources[requiredCredentials] = &fnv1.ResourceSelector{
+		ApiVersion: "v1", Kind: "Secret", Namespace: &ns,
+		Match: &fnv1.ResourceSelector_MatchName{MatchName: name},
+	}
+	prev := xr.Status.Database
+	what := "Secret " + ns + "/" + name
+	found, resolved, err := request.GetRequiredResource(req, requiredCredentials)
+	switch {
+	case err != nil:
+		return prev, errors.Wrapf(err, "cannot read %s", what)
+	case !resolved:
+		return prev, nil
+	case len(found) == 0:
+		response.ConditionFalse(rsp, TypeDatabaseCredentials, "SecretNotFound").
+			WithMessage(what + " does not exist yet: postgres-operator writes it for the user of database.postgresClusterRef once the cluster runs").TargetCompositeAndClaim()
+		return prev, nil
+	}
+	data, _, _ := unstructured.NestedMap(found[0].Resource.Object, "data")
+	h := sha256.New()
+	h.Write([]byte(xr.GetUID()))
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		v, _ := data[k].(string)
+		fmt.Fprintf(h, "\x00%s\x00%s", k, v)
+	}
+	fp := hex.EncodeToString(h.Sum(nil)[:8])
+
+	gen, observedGen, rolledOut := int64(0), int64(0), false
+	if oc, ok := observed[NameDeployment]; ok && oc.Resource != nil {
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(oc.Resource.Object, d); err == nil {
+			want := ptr.Deref(d.Spec.Replicas, 1)
+			gen, observedGen = d.Generation, d.Status.ObservedGeneration
+			rolledOut = observedGen >= gen && d.Status.UpdatedReplicas == want && d.Status.AvailableReplicas == want && d.Status.Replicas == want
+		}
+	}
+	st := &platform.ServerDatabaseStatus{CredentialsSecret: name, CredentialsFingerprint: fp}
+	switch {
+	case prev == nil || prev.CredentialsSecret != name || prev.CredentialsFingerprint == "":
+		// First sight: whatever the pods read when they started is this.
+	case prev.CredentialsFingerprint != fp:
+		t := metav1.NewTime(now())
+		st.CredentialsChangedAt, st.ChangedAtGeneration = &t, gen
+	default:
+		st.CredentialsChangedAt, st.ChangedAtGeneration = prev.CredentialsChangedAt, prev.ChangedAtGeneration
+	}
+	if st.CredentialsChangedAt != nil && (gen <= st.ChangedAtGeneration || !rolledOut) {
+		msg := fmt.Sprintf("%s changed at %s, after the server's pods started: they use the old password until they restart "+
+			"(kubectl -n %s rollout restart deployment/%s)", what, st.CredentialsChangedAt.UTC().Format(time.RFC3339), ns, n.Name)
+		if gen > st.ChangedAtGeneration {
+			msg = fmt.Sprintf("%s changed at %s; the Deployment is rolling out its pods with the new password", what, st.CredentialsChangedAt.UTC().Format(time.RFC3339))
+		}
+		response.ConditionFalse(rsp, TypeDatabaseCredentials, "CredentialsRotated").WithMessage(msg).TargetCompositeAndClaim()
+		response.Warning(rsp, errors.New(msg)).WithReason("CredentialsRotated").TargetCompositeAndClaim()
+		return st, nil
+	}
+	// The pods started after the change (or no change was seen): forget it.
+	st.CredentialsChangedAt, st.ChangedAtGeneration = nil, 0
+	response.ConditionTrue(rsp, TypeDatabaseCredentials, "Current").
+		WithMessage("the server's pods started with the current content of " + what).TargetCompositeAndClaim()
+	return st, nil
 }

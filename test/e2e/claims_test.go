@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -191,7 +194,40 @@ spec:
 	scenariof(t, "a rollout: the claim's image tag v0.9.3 -> v0.9.4 rolls a new ReplicaSet; the claim reports it, is Ready again after, with no new bootstrap and the same instance key")
 	rollout(t, url, "v0.9.4")
 
-	scenariof(t, "a TerdutServer on a Zalando cluster (the postgresql CRD of postgres-operator "+stack.ZalandoVersion+"): DatabaseReady is False (NotFound) until the postgresql exists and runs, then True")
+	scenariof(t, "a TerdutServer on a Zalando cluster: without postgres-operator's CRD a clear reason; with the postgresql CRD of postgres-operator "+stack.ZalandoVersion+
+		" DatabaseReady follows the cluster, the DSN and PGPASSWORD come from the cluster and its credentials Secret, and a rotation of that Secret is reported until the pods restart")
+	condition := func(typ, want string) string {
+		t.Helper()
+		msg := ""
+		eventually(t, 2*time.Minute, typ+" "+want, func() string {
+			c, err := getClaim("platform-oncall", "terdutserver", "zalando")
+			if err != nil {
+				return err.Error()
+			}
+			for _, cd := range c.Status.Conditions {
+				if cd.Type == typ {
+					if got := cd.Status + " " + cd.Reason; got != want {
+						return typ + " is " + got + ": " + cd.Message
+					}
+					msg = cd.Message
+					fmt.Printf("    %s=%s: %s\n", typ, want, cd.Message)
+					return ""
+				}
+			}
+			return "no " + typ + " condition yet"
+		})
+		return msg
+	}
+	apply(t, fmt.Sprintf(`apiVersion: platform.terdut.ryuvia.com/v1alpha1
+kind: TerdutServer
+metadata: {name: zalando, namespace: platform-oncall}
+spec:
+  replicas: 1
+  endpoint: %s
+  database:
+    postgresClusterRef: {name: zalando-pg}
+`, freshDouble(t, "zalando")))
+	condition("DatabaseReady", "False PostgresOperatorNotInstalled")
 	crd, err := stack.ZalandoCRD(t.Context())
 	must(t, err, "find postgres-operator's CRD")
 	must(t, kubectl(nil, "apply", "-f", crd), "install postgres-operator's postgresql CRD")
@@ -199,35 +235,7 @@ spec:
 	if err := kubectl(nil, "wait", "--for", "condition=established", "--timeout=60s", "crd/postgresqls.acid.zalan.do"); err != nil {
 		t.Fatal(err)
 	}
-	apply(t, fmt.Sprintf(`apiVersion: platform.terdut.ryuvia.com/v1alpha1
-kind: TerdutServer
-metadata: {name: zalando, namespace: platform-oncall}
-spec:
-  replicas: 0
-  endpoint: %s
-  database:
-    postgresClusterRef: {name: zalando-pg}
-`, freshDouble(t, "zalando")))
-	dbCondition := func(want string) {
-		t.Helper()
-		eventually(t, 2*time.Minute, "DatabaseReady "+want, func() string {
-			c, err := getClaim("platform-oncall", "terdutserver", "zalando")
-			if err != nil {
-				return err.Error()
-			}
-			for _, cd := range c.Status.Conditions {
-				if cd.Type == "DatabaseReady" {
-					if got := cd.Status + " " + cd.Reason; got != want {
-						return "DatabaseReady is " + got + ": " + cd.Message
-					}
-					fmt.Printf("    DatabaseReady=%s %s: %s\n", cd.Status, cd.Reason, cd.Message)
-					return ""
-				}
-			}
-			return "no DatabaseReady condition yet"
-		})
-	}
-	dbCondition("False NotFound")
+	condition("DatabaseReady", "False NotFound")
 	apply(t, `apiVersion: acid.zalan.do/v1
 kind: postgresql
 metadata: {name: zalando-pg, namespace: platform-oncall}
@@ -237,20 +245,65 @@ spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {te
 		"-p", `{"status":{"PostgresClusterStatus":"Running"}}`); err != nil {
 		t.Fatal(err)
 	}
-	dbCondition("True Running")
-	zdep := &appsv1.Deployment{}
-	if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: "platform-oncall", Name: "zalando"}, zdep); err != nil {
-		t.Fatal(err)
+	condition("DatabaseReady", "True Running")
+	// The Secret postgres-operator writes for the user, under the name its
+	// documentation gives (<user>.<cluster>.credentials.postgresql.acid.zalan.do).
+	const pgSecret = "terdut.zalando-pg.credentials.postgresql.acid.zalan.do"
+	condition("DatabaseCredentials", "False SecretNotFound")
+	password := func() string {
+		b := make([]byte, 18)
+		_, _ = rand.Read(b)
+		return base64.RawURLEncoding.EncodeToString(b)
 	}
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "platform-oncall", Name: pgSecret},
+		Data: map[string][]byte{"username": []byte("terdut"), "password": []byte(password())}}
+	must(t, env.kube.Create(t.Context(), creds), "create the cluster's credentials Secret")
+	condition("DatabaseCredentials", "True Current")
+	zdep := &appsv1.Deployment{}
+	eventually(t, 2*time.Minute, "the zalando server's Deployment with 1 ready replica", func() string {
+		if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: "platform-oncall", Name: "zalando"}, zdep); err != nil {
+			return err.Error()
+		}
+		if zdep.Status.ReadyReplicas != 1 {
+			return fmt.Sprintf("%d ready", zdep.Status.ReadyReplicas)
+		}
+		return ""
+	})
+	dsn, pw := "", ""
 	for _, e := range zdep.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == "PGPASSWORD" && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != "terdut.zalando-pg.credentials.postgresql.acid.zalan.do") {
-			t.Errorf("PGPASSWORD comes from %+v, want the operator's Secret terdut.zalando-pg.credentials.postgresql.acid.zalan.do", e.ValueFrom)
+		switch {
+		case e.Name == "TERDUT_DATABASE_DSN":
+			dsn = e.Value
+		case e.Name == "PGPASSWORD" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+			pw = e.ValueFrom.SecretKeyRef.Name + " key " + e.ValueFrom.SecretKeyRef.Key
 		}
 	}
+	if !strings.Contains(dsn, "@zalando-pg.platform-oncall.svc:5432/terdut") || pw != pgSecret+" key password" {
+		t.Errorf("the server's DSN %q and PGPASSWORD from %q; want the cluster's host and database, and %s key password", dsn, pw, pgSecret)
+	}
+	fmt.Printf("    DSN %s; PGPASSWORD from Secret %s\n", dsn, pw)
+	creds.Data["password"] = []byte(password())
+	must(t, env.kube.Update(t.Context(), creds), "rotate the cluster's password")
+	condition("DatabaseCredentials", "False CredentialsRotated")
+	eventually(t, time.Minute, "a CredentialsRotated warning event on the claim", func() string {
+		ev, err := kubectlOut(nil, "-n", "platform-oncall", "get", "events", "-o", "name",
+			"--field-selector", "involvedObject.name=zalando,involvedObject.kind=TerdutServer,reason=CredentialsRotated,type=Warning")
+		if err != nil {
+			return err.Error()
+		}
+		if strings.TrimSpace(ev) == "" {
+			return "none yet"
+		}
+		return ""
+	})
+	fmt.Println("    a CredentialsRotated warning event on the claim")
+	must(t, kubectl(nil, "-n", "platform-oncall", "rollout", "restart", "deployment/zalando"), "restart the server's pods")
+	condition("DatabaseCredentials", "True Current")
 	if err := kubectl(nil, "-n", "platform-oncall", "delete", "terdutserver", "zalando", "--wait=true", "--timeout=120s"); err != nil {
 		t.Fatal(err)
 	}
 	gone(t, "the zalando server's ClusterProviderConfig", "clusterproviderconfig.terdut.ryuvia.com", "platform-oncall.zalando")
+	must(t, env.kube.Delete(t.Context(), creds), "delete the cluster's credentials Secret")
 
 	scenariof(t, "a TerdutTeam claim in team-a on that server -> Team, EscalationPolicy, DeadmanSwitch, Integration Ready; the claim Ready with the team ID")
 	// The example's escalation policy pages alice: she signs up first (a

@@ -387,6 +387,11 @@ type XTerdutServerStatus struct {
 	// +optional
 	CredentialsSecretRef *CredentialsSecretRef `json:"credentialsSecretRef,omitempty"`
 
+	// Database is what the composition saw of a Zalando cluster's
+	// credentials Secret, to tell a rotation (seed §8).
+	// +optional
+	Database *ServerDatabaseStatus `json:"database,omitempty"`
+
 	// KeyRotation is the instance key's rotation as the provider reports it.
 	// +optional
 	KeyRotation *ServerKeyRotationStatus `json:"keyRotation,omitempty"`
@@ -394,6 +399,28 @@ type XTerdutServerStatus struct {
 	// Summary says what is not ready yet, or that everything is.
 	// +optional
 	Summary string `json:"summary,omitempty"`
+}
+
+// ServerDatabaseStatus is what the composition saw of the database
+// credentials Secret postgres-operator writes.
+type ServerDatabaseStatus struct {
+	// CredentialsSecret is the Secret's name, in the claim's namespace.
+	// +optional
+	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+	// CredentialsFingerprint tells one content of the Secret from another:
+	// 16 hex digits of a SHA-256 over the composite's UID and the Secret's
+	// data. It is not the password and does not reveal it.
+	// +optional
+	CredentialsFingerprint string `json:"credentialsFingerprint,omitempty"`
+	// CredentialsChangedAt is when the composition saw the Secret change
+	// (unset: not since it was first seen).
+	// +optional
+	CredentialsChangedAt *metav1.Time `json:"credentialsChangedAt,omitempty"`
+	// ChangedAtGeneration is the Deployment's generation then: a rollout
+	// past it (kubectl rollout restart, a new image) restarts the pods with
+	// the new password.
+	// +optional
+	ChangedAtGeneration int64 `json:"changedAtGeneration,omitempty"`
 }
 
 // ServerKeyRotationStatus is the instance key's rotation as observed.
