@@ -19,6 +19,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -100,7 +101,13 @@ func TestChaos(t *testing.T) {
 
 		took, stuck := waitFleet(t, cur, 150*time.Second)
 		if prev != nil {
-			_, s := waitFleet(t, *prev, 60*time.Second)
+			// NOTE: a kill right after the committed POST of the previous
+			// fleet's kind change leaves its integration under the old ID,
+			// which its team's list no longer shows: the provider makes
+			// nothing in its place before --absence-confirmation (45 s) has
+			// passed, then retries within --max-backoff (10 s). 60 s was
+			// once too short for that path (64 s measured).
+			_, s := waitFleet(t, *prev, generic.DefaultAbsenceConfirmation+45*time.Second)
 			stuck = append(stuck, s...)
 		}
 		if !waitFor(60*time.Second, func() bool { return rotated(t, fmt.Sprintf("chaos-%d", k)) }) {
