@@ -57,7 +57,7 @@ unit:
 ## function, compared with golden files (test/render/testdata/*/want.yaml;
 ## `make render UPDATE=1` rewrites them).
 render: cluster-build
-	CRANK=$$(cluster/local/local.sh path crank) $(GO) test -tags render -count=1 ./test/render/... $(if $(UPDATE),-args -update)
+	CRANK=$$($(GO) run ./cluster/local/stackctl path crank) $(GO) test -tags render -count=1 ./test/render/... $(if $(UPDATE),-args -update)
 
 ## images: the provider's and the function's runtime images, without Docker
 ## (cluster/images): static binaries on an empty base, CA certificates,
@@ -70,13 +70,13 @@ images:
 ## embedded (one per platform), and the Configuration package depending on
 ## $(REGISTRY)/{provider,function}-terdut >= $(VERSION); in _output/xpkg.
 packages: cluster-build images
-	$(GO) run ./cluster/images package -version $(VERSION) -registry $(REGISTRY) -platforms $(PLATFORMS) -crank $$(cluster/local/local.sh path crank)
+	$(GO) run ./cluster/images package -version $(VERSION) -registry $(REGISTRY) -platforms $(PLATFORMS) -crank $$($(GO) run ./cluster/local/stackctl path crank)
 	@ls -l _output/xpkg
 
 ## publish: push the three packages to $(REGISTRY) (REGISTRY=host/org),
 ## refusing a provider or function package without its runtime image.
 publish: packages
-	$(GO) run ./cluster/images publish -version $(VERSION) -registry $(REGISTRY) -platforms $(PLATFORMS) -crank $$(cluster/local/local.sh path crank)
+	$(GO) run ./cluster/images publish -version $(VERSION) -registry $(REGISTRY) -platforms $(PLATFORMS) -crank $$($(GO) run ./cluster/local/stackctl path crank)
 
 ## e2e: the end-to-end suite against a real kube-apiserver + Crossplane core
 ## (with 10 crash trials, the fault storm and the tenancy escapes); then no
@@ -130,11 +130,16 @@ bench:
 bench-scale: cluster-build
 	$(GO) run ./test/scale $(BENCH_ARGS)
 
+## cluster-build: every binary the local control plane runs, built once from
+## the Go module proxy (cold, on two cores, about 15 minutes) and cached in
+## ~/.cache/provider-terdut/bin.
 cluster-build:
-	cluster/local/local.sh build
+	$(GO) run ./cluster/local/stackctl build
 
+## dev: the control plane, the double, the provider installed through the
+## package manager, the examples and the claims; stays up until Ctrl-C.
 dev:
-	cluster/local/dev.sh up
+	$(GO) run ./cluster/local/stackctl dev
 
 dev-down:
-	cluster/local/dev.sh down
+	$(GO) run ./cluster/local/stackctl down -name dev

@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "The platforms to build for.")
 	fs.StringVar(&s.images, "images", "_output/images", "Where the images go.")
 	fs.StringVar(&s.packages, "packages", "_output/xpkg", "Where the packages go.")
-	fs.StringVar(&s.crank, "crank", "", "The crossplane CLI (cluster/local/local.sh path crank).")
+	fs.StringVar(&s.crank, "crank", "", "The crossplane CLI (go run ./cluster/local/stackctl path crank).")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func packagePath(s settings, pkg, arch string) string {
 // registry and version.
 func pack(ctx context.Context, s settings) error {
 	if s.crank == "" {
-		return errors.New("-crank is required (cluster/local/local.sh path crank)")
+		return errors.New("-crank is required (go run ./cluster/local/stackctl path crank)")
 	}
 	if err := os.MkdirAll(s.packages, 0o750); err != nil {
 		return err
@@ -134,7 +134,7 @@ func pack(ctx context.Context, s settings) error {
 // carries no runtime image: a cluster could not run it.
 func publish(ctx context.Context, s settings) error {
 	if s.crank == "" {
-		return errors.New("-crank is required (cluster/local/local.sh path crank)")
+		return errors.New("-crank is required (go run ./cluster/local/stackctl path crank)")
 	}
 	for _, name := range []string{"provider-terdut", "function-terdut"} {
 		files := make([]string, 0, len(s.platforms))

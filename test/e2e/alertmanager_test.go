@@ -23,7 +23,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
-// alertmanager is a real Alertmanager (built by local.sh) on loopback,
+// alertmanager is a real Alertmanager (built by stack.Build) on loopback,
 // with one receiver that reads an Integration's Secret as files.
 type alertmanager struct {
 	t    *testing.T
@@ -37,7 +37,7 @@ type alertmanager struct {
 // and starts Alertmanager as NAME, its clustering off.
 func startAlertmanager(t *testing.T, name, dir string, port int) *alertmanager {
 	t.Helper()
-	bin, err := env.stack.LocalPath(t.Context(), "alertmanager")
+	bin, err := stack.Binary("alertmanager")
 	if err != nil {
 		t.Fatal(err)
 	}

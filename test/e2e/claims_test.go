@@ -97,7 +97,7 @@ func gone(t *testing.T, what string, args ...string) {
 // composition function, which Crossplane core calls over mTLS.
 func TestClaims(t *testing.T) {
 	scenariof(t, "the composition function runs with mTLS as FunctionRevision ryuvia-function-terdut; the Configuration's XRDs and Compositions are installed")
-	if err := env.stack.Local(t.Context(), "function"); err != nil {
+	if err := env.stack.StartFunction(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 

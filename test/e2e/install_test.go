@@ -56,7 +56,7 @@ func TestInstallThroughPackageManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Kill()
-	crank, err := s.LocalPath(ctx, "crank")
+	crank, err := stack.Binary("crank")
 	if err != nil {
 		t.Fatal(err)
 	}

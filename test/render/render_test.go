@@ -28,7 +28,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*/want.yaml from what 
 func TestRender(t *testing.T) {
 	crank := os.Getenv("CRANK")
 	if crank == "" {
-		t.Fatal("set CRANK to the crossplane CLI; `make render` sets it from cluster/local/local.sh path crank")
+		t.Fatal("set CRANK to the crossplane CLI; `make render` sets it from go run ./cluster/local/stackctl path crank")
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {

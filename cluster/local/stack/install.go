@@ -48,17 +48,14 @@ const (
 // runs with: a token of its revision's ServiceAccount, never an admin's.
 func (s *Stack) Install(ctx context.Context) error {
 	t0 := time.Now()
-	if err := s.local(ctx, "rbac"); err != nil {
+	if err := s.StartRBACManager(ctx); err != nil {
 		return err
 	}
 	if _, err := s.StartRegistry(ctx); err != nil {
 		return err
 	}
 	registry := s.RegistryAddr() + "/ryuvia"
-	crank, err := s.LocalPath(ctx, "crank")
-	if err != nil {
-		return err
-	}
+	crank := mustBinary("crank")
 	dir := filepath.Join(s.Run, "packages")
 	s.Stepf("packages: building and pushing provider-terdut:%s to %s", packageVersion, registry)
 	for _, step := range []string{"build", "package", "publish"} {

@@ -3,7 +3,6 @@ package stack
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -20,8 +19,8 @@ import (
 const (
 	KwokModule  = "sigs.k8s.io/kwok"
 	KwokVersion = "v0.8.0"
-	// KubeVersion is the control plane's (local.sh builds its API server
-	// and controller manager from the same wrapper module).
+	// KubeVersion is the control plane's: its API server, controller
+	// manager and scheduler are built from one wrapper module.
 	KubeVersion = "v1.35.4"
 	// NodeName is the fake node's name.
 	NodeName = "kwok-node-0"
@@ -45,20 +44,17 @@ var kwokStages = []string{
 	"kustomize/stage/pod/general/pod-delete.yaml",
 }
 
-// StartNodes builds (once) and starts kube-scheduler and kwok, registers
+// StartNodes starts kube-scheduler and kwok (Build builds them), registers
 // the fake node and waits until it is Ready.
 func (s *Stack) StartNodes(ctx context.Context) error {
-	sched, err := s.kubeScheduler(ctx)
-	if err != nil {
-		return err
-	}
-	kwok, dir, err := s.kwok(ctx)
+	sched, kwok := mustBinary("kube-scheduler"), mustBinary("kwok")
+	dir, err := moduleDir(ctx, KwokModule, KwokVersion)
 	if err != nil {
 		return err
 	}
 	if _, err := s.Start(ctx, "kube-scheduler", sched, "--kubeconfig", s.Kubeconfig,
 		"--authentication-kubeconfig", s.Kubeconfig, "--authorization-kubeconfig", s.Kubeconfig,
-		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(10259+s.PortOffset)); err != nil {
+		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(portScheduler+s.PortOffset)); err != nil {
 		return err
 	}
 	args := []string{"--kubeconfig", s.Kubeconfig, "--manage-nodes-with-label-selector", NodeLabel + "=" + NodeLabelValue,
@@ -105,64 +101,6 @@ func (s *Stack) StartNodes(ctx context.Context) error {
 	}
 	s.Stepf("node %s: Ready in %.1f s (kwok %s plays its pods; kube-scheduler %s binds them)", NodeName, time.Since(t0).Seconds(), KwokVersion, KubeVersion)
 	return nil
-}
-
-// kubeScheduler builds kube-scheduler once, in the wrapper module local.sh
-// builds the API server in (so it shares its build cache).
-func (s *Stack) kubeScheduler(ctx context.Context) (string, error) {
-	bin := filepath.Join(CacheDir(), "bin", "kube-scheduler-"+KubeVersion)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	src := filepath.Join(CacheDir(), "src", "kubernetes-"+KubeVersion)
-	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
-		return "", fmt.Errorf("kube-scheduler: %s has no go.mod: run cluster/local/local.sh build first", src)
-	}
-	t0 := time.Now()
-	s.Stepf("kube-scheduler %s: building (~1 min once the API server is built)", KubeVersion)
-	ld := "-X k8s.io/component-base/version.gitVersion=" + KubeVersion +
-		" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35"
-	if err := goIn(ctx, src, "build", "-ldflags", ld, "-o", bin+".tmp", "k8s.io/kubernetes/cmd/kube-scheduler"); err != nil {
-		return "", err
-	}
-	if err := os.Rename(bin+".tmp", bin); err != nil {
-		return "", err
-	}
-	s.Stepf("kube-scheduler: built in %.0f s", time.Since(t0).Seconds())
-	return bin, nil
-}
-
-// kwok builds kwok once through a wrapper module that requires it, and
-// returns the binary and the module's folder (its stages).
-func (s *Stack) kwok(ctx context.Context) (bin, dir string, err error) {
-	if dir, err = moduleDir(ctx, KwokModule, KwokVersion); err != nil {
-		return "", "", err
-	}
-	bin = filepath.Join(CacheDir(), "bin", "kwok-"+KwokVersion)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, dir, nil
-	}
-	t0 := time.Now()
-	s.Stepf("kwok %s: building from its Go module (~3 min cold)", KwokVersion)
-	src := filepath.Join(CacheDir(), "src", "kwok-"+KwokVersion)
-	if err := os.MkdirAll(src, 0o750); err != nil {
-		return "", "", err
-	}
-	mod := fmt.Sprintf("module local/kwok\n\ngo 1.26.0\n\ntool %s/cmd/kwok\n\nrequire %s %s\n", KwokModule, KwokModule, KwokVersion)
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte(mod), 0o600); err != nil {
-		return "", "", err
-	}
-	if err := goIn(ctx, src, "mod", "tidy"); err != nil {
-		return "", "", err
-	}
-	if err := goIn(ctx, src, "build", "-o", bin+".tmp", KwokModule+"/cmd/kwok"); err != nil {
-		return "", "", err
-	}
-	if err := os.Rename(bin+".tmp", bin); err != nil {
-		return "", "", err
-	}
-	s.Stepf("kwok: built in %.0f s", time.Since(t0).Seconds())
-	return bin, dir, nil
 }
 
 // ZalandoModule and ZalandoVersion ship the `postgresql` CRD of Zalando's

@@ -43,14 +43,10 @@ func (s *Stack) RegistryAddr() string { return "127.0.0.1:" + strconv.Itoa(15000
 // FunctionAddr is where a composition function of the stack serves.
 func (s *Stack) FunctionAddr() string { return "127.0.0.1:" + strconv.Itoa(19444+s.PortOffset) }
 
-// StartRegistry runs go-containerregistry's in-memory registry (local.sh
+// StartRegistry runs go-containerregistry's in-memory registry (Build
 // builds it) on RegistryAddr, for loopback only.
 func (s *Stack) StartRegistry(ctx context.Context) (*Process, error) {
-	bin, err := s.LocalPath(ctx, "registry")
-	if err != nil {
-		return nil, err
-	}
-	p, err := s.Start(ctx, "registry", bin, "-port", strconv.Itoa(15000+s.PortOffset))
+	p, err := s.Start(ctx, "registry", mustBinary("registry"), "-port", strconv.Itoa(15000+s.PortOffset))
 	if err != nil {
 		return nil, err
 	}

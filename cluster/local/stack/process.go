@@ -12,7 +12,7 @@ import (
 )
 
 // A Process is a program the stack started, with its log and PID file in
-// the run directory (so cluster/local/local.sh down stops it too).
+// the run directory (so Down, and stackctl down, stop it too).
 type Process struct {
 	Name string
 	cmd  *exec.Cmd
@@ -63,8 +63,8 @@ func (s *Stack) start(env []string, name, bin string, args ...string) (*Process,
 // PID is the process's ID.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
-// pidFile is where the stack keeps a process's ID (local.sh keeps the
-// control plane's there too).
+// pidFile is where the stack keeps a process's ID (the control plane's
+// too).
 func (s *Stack) pidFile(name string) string { return filepath.Join(s.Run, name+".pid") }
 
 // PID is the ID of the stack's process name (kube-apiserver, etcd, ...), if

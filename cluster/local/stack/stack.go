@@ -5,9 +5,11 @@
 // cluster/local/stackctl), the end-to-end suite, the scale benchmark and the
 // crash trials all use it, so they run the same stack.
 //
-// The control plane itself (etcd, kube-apiserver, kube-controller-manager,
-// Crossplane core) is cluster/local/local.sh's: Up calls it. Nodes without
-// containers (kube-scheduler and kwok) are this package's (nodes.go).
+// The control plane (etcd, kube-apiserver, kube-controller-manager,
+// Crossplane core; build.go builds them from the Go module proxy,
+// controlplane.go runs them) and nodes without containers (kube-scheduler
+// and kwok, nodes.go) are this package's too: cluster/local/stackctl is its
+// command line.
 package stack
 
 import (
@@ -67,7 +69,7 @@ type Options struct {
 }
 
 // Stack is a running stack. Everything it started is stopped by PID, by
-// Down (or cluster/local/local.sh down, through the PID files).
+// Down (or `stackctl down`, through the PID files).
 type Stack struct {
 	Options
 
@@ -108,16 +110,17 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 	}
 	s := &Stack{Options: o, Run: filepath.Join(CacheDir(), "run", o.Name)}
 	s.Kubeconfig = filepath.Join(s.Run, "kubeconfig")
-	_ = s.local(ctx, "down") // a previous run's leftovers
+	Down(s.Run, s.Stepf) // a previous run's leftovers
 	if err := os.RemoveAll(s.Run); err != nil {
 		return nil, err
 	}
-	for _, step := range []string{"build", "up"} {
-		if err := s.local(ctx, step); err != nil {
-			return nil, err
-		}
+	if err := Build(ctx, s.Out); err != nil {
+		return nil, err
 	}
-	if err := s.connect(); err != nil {
+	if err := os.MkdirAll(s.Run, 0o750); err != nil {
+		return nil, err
+	}
+	if err := s.StartControlPlane(ctx); err != nil {
 		return nil, err
 	}
 	if o.Nodes {
@@ -156,29 +159,9 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 	return s, nil
 }
 
-// Stepf prints a progress line, as local.sh does.
+// Stepf prints a progress line with the time of day.
 func (s *Stack) Stepf(format string, args ...any) {
 	_, _ = fmt.Fprintf(s.Out, "==> [%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
-
-// local runs cluster/local/local.sh with the stack's run directory and ports.
-func (s *Stack) local(ctx context.Context, args ...string) error {
-	cmd := exec.CommandContext(ctx, filepath.Join(s.Root, "cluster/local/local.sh"), args...)
-	cmd.Dir = s.Root
-	cmd.Env = append(os.Environ(), "TERDUT_RUN_DIR="+s.Run, "TERDUT_PORT_OFFSET="+strconv.Itoa(s.PortOffset))
-	cmd.Stdout, cmd.Stderr = s.Out, os.Stderr
-	return cmd.Run()
-}
-
-// Local runs a local.sh command (function, path, ...) for this stack.
-func (s *Stack) Local(ctx context.Context, args ...string) error { return s.local(ctx, args...) }
-
-// LocalPath is the cached binary local.sh knows by name (crank, registry,
-// alertmanager, ...).
-func (s *Stack) LocalPath(ctx context.Context, name string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(s.Root, "cluster/local/local.sh"), "path", name)
-	out, err := cmd.Output()
-	return strings.TrimSpace(string(out)), err
 }
 
 // Attach returns the stack Up started earlier with the same options (a
@@ -344,9 +327,9 @@ func (s *Stack) StopProvider() {
 func (s *Stack) ProviderLog() string { return filepath.Join(s.Run, "provider.log") }
 
 // Down stops what the stack started and the control plane.
-func (s *Stack) Down(ctx context.Context) {
+func (s *Stack) Down(_ context.Context) {
 	s.StopProvider()
-	_ = s.local(ctx, "down")
+	Down(s.Run, s.Stepf)
 }
 
 // NewAdminClient is a terdut client of d with its admin key.
