@@ -8,6 +8,7 @@ package function
 import (
 	"context"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +39,8 @@ type Function struct {
 	fnv1.UnimplementedFunctionRunnerServiceServer
 
 	Log logging.Logger
+	// Now is the function's clock; nil is time.Now.
+	Now func() time.Time
 }
 
 // RunFunction implements the composition function.
@@ -77,7 +80,11 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	log := f.Log.WithValues("xr", oxr.Resource.GetName(), "claim", claim.Namespace+"/"+claim.Name)
 
-	out, notReady, status, err := compose(req, rsp, oxr.Resource.Object, kind, claim.Namespace, claim.Name, in, observed)
+	now := time.Now
+	if f.Now != nil {
+		now = f.Now
+	}
+	out, notReady, status, err := compose(req, rsp, oxr.Resource.Object, kind, claim.Namespace, claim.Name, in, observed, now())
 	if err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
@@ -126,7 +133,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 // namespace/name: the resources it composes, why those not ready yet are
 // not (see readiness), and its status. It sets the server's conditions on
 // rsp.
-func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj map[string]any, kind, namespace, name string, in *Input, observed map[resource.Name]resource.ObservedComposed) ([]Composed, map[string]string, map[string]any, error) {
+func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj map[string]any, kind, namespace, name string, in *Input, observed map[resource.Name]resource.ObservedComposed, now time.Time) ([]Composed, map[string]string, map[string]any, error) {
 	switch kind {
 	case platform.XTerdutServerKind:
 		xr := &platform.XTerdutServer{}
@@ -151,7 +158,7 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 				return nil, nil, nil, err
 			}
 			if crd {
-				if st.Database, err = databaseCredentials(req, rsp, n, xr, observed); err != nil {
+				if st.Database, err = databaseCredentials(req, rsp, n, xr, observed, now); err != nil {
 					return nil, nil, nil, err
 				}
 			}

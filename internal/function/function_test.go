@@ -516,9 +516,6 @@ func TestServerKeyRotation(t *testing.T) {
 // reported until the server's pods restart (seed §8); the password itself is
 // never shown.
 func TestDatabaseCredentialsRotation(t *testing.T) {
-	defer func(n func() time.Time) { now = n }(now)
-	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
-	now = func() time.Time { return at }
 	const secret = "terdut.terdut-postgres.credentials.postgresql.acid.zalan.do"
 	xr := func(status string) string {
 		x := strings.Replace(serverXR, `"dsn": "postgres://terdut@db:5432/terdut", "passwordSecretRef": {"name": "terdut-db", "key": "password"}`,
@@ -532,7 +529,7 @@ func TestDatabaseCredentialsRotation(t *testing.T) {
 	required := func(password string) map[string]*fnv1.Resources {
 		r := map[string]*fnv1.Resources{
 			requiredPostgresCRD: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "postgresqls.acid.zalan.do"}}`)}}},
-			requiredPostgres: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{"apiVersion": "acid.zalan.do/v1", "kind": "postgresql", "metadata": {"namespace": "platform-oncall", "name": "terdut-postgres"}, "status": {"PostgresClusterStatus": "Running"}}`)}}},
+			requiredPostgres:    {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{"apiVersion": "acid.zalan.do/v1", "kind": "postgresql", "metadata": {"namespace": "platform-oncall", "name": "terdut-postgres"}, "status": {"PostgresClusterStatus": "Running"}}`)}}},
 			requiredCredentials: {},
 		}
 		if password != "" {
@@ -613,6 +610,9 @@ func TestDatabaseCredentialsRotation(t *testing.T) {
 	}
 }
 
+// testNow is the function's clock in runResponse.
+func testNow() time.Time { return time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC) }
+
 // runResponse runs the function on xr with required and observed resources.
 func runResponse(t *testing.T, xr string, required map[string]*fnv1.Resources, obs map[string]*fnv1.Resource) *fnv1.RunFunctionResponse {
 	t.Helper()
@@ -621,7 +621,7 @@ func runResponse(t *testing.T, xr string, required map[string]*fnv1.Resources, o
 		Desired:           &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xr)}},
 		RequiredResources: required,
 	}
-	rsp, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), req)
+	rsp, err := (&Function{Log: logging.NewNopLogger(), Now: testNow}).RunFunction(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

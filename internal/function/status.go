@@ -307,9 +307,11 @@ func holdBootstrap(out []Composed, observed map[resource.Name]resource.ObservedC
 // summary.
 const TypeComposed = "Composed"
 
-// genericReasons say nothing of their own: the other condition's reason is
-// the more useful one.
-var genericReasons = map[string]bool{"": true, "Creating": true, "Unavailable": true, "ReconcileError": true, "ReconcileSuccess": true}
+// generic is whether a condition reason says nothing of its own: the other
+// condition's reason is the more useful one.
+func generic(reason xpv2.ConditionReason) bool {
+	return slices.Contains([]xpv2.ConditionReason{"", xpv2.ReasonCreating, xpv2.ReasonUnavailable, xpv2.ReasonReconcileError, xpv2.ReasonReconcileSuccess}, reason)
+}
 
 // holdBack is the reason and message of the first composed resource (by
 // name) that is not ready, and whether it is failing (Synced=False) rather
@@ -334,9 +336,9 @@ func holdBack(observed map[resource.Name]resource.ObservedComposed, notReady map
 			synced := oc.Resource.GetCondition(xpv2.TypeSynced)
 			avail := oc.Resource.GetCondition("Available")
 			switch {
-			case ready.Status == corev1.ConditionFalse && !genericReasons[string(ready.Reason)]:
+			case ready.Status == corev1.ConditionFalse && !generic(ready.Reason):
 				c.reason = string(ready.Reason)
-			case synced.Status == corev1.ConditionFalse && !genericReasons[string(synced.Reason)]:
+			case synced.Status == corev1.ConditionFalse && !generic(synced.Reason):
 				c.reason = string(synced.Reason)
 			case avail.Status == corev1.ConditionFalse && avail.Reason != "":
 				c.reason = string(avail.Reason)
@@ -382,13 +384,10 @@ const TypeDatabaseCredentials = "DatabaseCredentials"
 // resources.
 const requiredCredentials = "postgres-credentials"
 
-// now is the function's clock (tests set it).
-var now = time.Now
-
 // databaseCredentials asks for the cluster's credentials Secret and tells,
 // from what the composite recorded of it, whether it changed since the
 // server's pods started. It returns what to record now.
-func databaseCredentials(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n ServerNames, xr *platform.XTerdutServer, observed map[resource.Name]resource.ObservedComposed) (*platform.ServerDatabaseStatus, error) {
+func databaseCredentials(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n ServerNames, xr *platform.XTerdutServer, observed map[resource.Name]resource.ObservedComposed, now time.Time) (*platform.ServerDatabaseStatus, error) {
 	_, name, _ := Database(n, &xr.Spec.Database)
 	ns := n.Namespace
 	rsp.Requirements.Resources[requiredCredentials] = &fnv1.ResourceSelector{
@@ -413,17 +412,17 @@ func databaseCredentials(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResp
 	h.Write([]byte(xr.GetUID()))
 	for _, k := range slices.Sorted(maps.Keys(data)) {
 		v, _ := data[k].(string)
-		fmt.Fprintf(h, "\x00%s\x00%s", k, v)
+		_, _ = fmt.Fprintf(h, "\x00%s\x00%s", k, v)
 	}
 	fp := hex.EncodeToString(h.Sum(nil)[:8])
 
-	gen, observedGen, rolledOut := int64(0), int64(0), false
+	gen, rolledOut := int64(0), false
 	if oc, ok := observed[NameDeployment]; ok && oc.Resource != nil {
 		d := &appsv1.Deployment{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(oc.Resource.Object, d); err == nil {
 			want := ptr.Deref(d.Spec.Replicas, 1)
-			gen, observedGen = d.Generation, d.Status.ObservedGeneration
-			rolledOut = observedGen >= gen && d.Status.UpdatedReplicas == want && d.Status.AvailableReplicas == want && d.Status.Replicas == want
+			gen = d.Generation
+			rolledOut = d.Status.ObservedGeneration >= gen && d.Status.UpdatedReplicas == want && d.Status.AvailableReplicas == want && d.Status.Replicas == want
 		}
 	}
 	st := &platform.ServerDatabaseStatus{CredentialsSecret: name, CredentialsFingerprint: fp}
@@ -431,7 +430,7 @@ func databaseCredentials(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResp
 	case prev == nil || prev.CredentialsSecret != name || prev.CredentialsFingerprint == "":
 		// First sight: whatever the pods read when they started is this.
 	case prev.CredentialsFingerprint != fp:
-		t := metav1.NewTime(now())
+		t := metav1.NewTime(now)
 		st.CredentialsChangedAt, st.ChangedAtGeneration = &t, gen
 	default:
 		st.CredentialsChangedAt, st.ChangedAtGeneration = prev.CredentialsChangedAt, prev.ChangedAtGeneration

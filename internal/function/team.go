@@ -158,13 +158,7 @@ func teamServer(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n T
 		ns = n.Namespace
 		sel.Namespace = &ns
 	}
-	if rsp.Requirements == nil {
-		rsp.Requirements = &fnv1.Requirements{}
-	}
-	if rsp.Requirements.Resources == nil {
-		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
-	}
-	rsp.Requirements.Resources[requiredProviderConfig] = sel
+	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredProviderConfig: sel}}
 	found, resolved, err := request.GetRequiredResource(req, requiredProviderConfig)
 	if err != nil {
 		return errors.Wrapf(err, "cannot read %s %s", ref.Kind, ref.Name)

@@ -255,8 +255,10 @@ spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {te
 		_, _ = rand.Read(b)
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
-	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "platform-oncall", Name: pgSecret},
-		Data: map[string][]byte{"username": []byte("terdut"), "password": []byte(password())}}
+	creds := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "platform-oncall", Name: pgSecret},
+		Data:       map[string][]byte{"username": []byte("terdut"), "password": []byte(password())},
+	}
 	must(t, env.kube.Create(t.Context(), creds), "create the cluster's credentials Secret")
 	condition("DatabaseCredentials", "True Current")
 	zdep := &appsv1.Deployment{}

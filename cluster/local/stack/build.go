@@ -28,28 +28,43 @@ const (
 	AlertmanagerVersion = "v0.35.0"
 )
 
-// binaries are the cached binaries by the names Binary knows.
-var binaries = map[string]string{
-	"etcd":                    "etcd-" + EtcdVersion,
-	"kube-apiserver":          "kube-apiserver-" + KubeVersion,
-	"kube-controller-manager": "kube-controller-manager-" + KubeVersion,
-	"kube-scheduler":          "kube-scheduler-" + KubeVersion,
-	"crossplane":              "crossplane-" + CrossplaneVersion,
-	"crank":                   "crank-" + CrankVersion,
-	"registry":                "registry-" + RegistryVersion,
-	"alertmanager":            "alertmanager-" + AlertmanagerVersion,
-	"kwok":                    "kwok-" + KwokVersion,
-}
+// The binaries' names, as Binary knows them.
+const (
+	binEtcd         = "etcd"
+	binAPIServer    = "kube-apiserver"
+	binControllers  = "kube-controller-manager"
+	binScheduler    = "kube-scheduler"
+	binCrossplane   = "crossplane"
+	binCrank        = "crank"
+	binRegistry     = "registry"
+	binAlertmanager = "alertmanager"
+	binKwok         = "kwok"
+)
 
 // Binary is the path of a cached binary by name (etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler, crossplane, crank, registry,
 // alertmanager, kwok), whether or not it is built yet.
 func Binary(name string) (string, error) {
-	b, ok := binaries[name]
-	if !ok {
+	var version string
+	switch name {
+	case binEtcd:
+		version = EtcdVersion
+	case binAPIServer, binControllers, binScheduler:
+		version = KubeVersion
+	case binCrossplane:
+		version = CrossplaneVersion
+	case binCrank:
+		version = CrankVersion
+	case binRegistry:
+		version = RegistryVersion
+	case binAlertmanager:
+		version = AlertmanagerVersion
+	case binKwok:
+		version = KwokVersion
+	default:
 		return "", fmt.Errorf("no binary %q (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, crossplane, crank, registry, alertmanager, kwok)", name)
 	}
-	return filepath.Join(CacheDir(), "bin", b), nil
+	return filepath.Join(CacheDir(), "bin", name+"-"+version), nil
 }
 
 func mustBinary(name string) string {
@@ -158,7 +173,10 @@ func goMod(ctx context.Context, module, version string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	out, err := cmd.Output()
-	var m struct{ GoMod, Error string }
+	var m struct {
+		GoMod string `json:"GoMod"`
+		Error string `json:"Error"`
+	}
 	if jerr := json.Unmarshal(out, &m); jerr != nil && err == nil {
 		err = jerr
 	}
@@ -257,8 +275,8 @@ func crossplaneModule(ctx context.Context, dir, version string) error {
 // crossplaneWrapper is the wrapper module of crossplane/v2 at version,
 // given its go.mod.
 func crossplaneWrapper(src []byte, version string) string {
-	var out []string
-	for _, l := range strings.Split(string(src), "\n") {
+	out := make([]string, 0, strings.Count(string(src), "\n")+1)
+	for l := range strings.SplitSeq(string(src), "\n") {
 		t := strings.TrimSpace(l)
 		switch {
 		case strings.HasPrefix(t, "module "):
@@ -315,7 +333,7 @@ func (b *builder) registry(ctx context.Context) error {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go install registry: %w\n%s", err, out)
 		}
-		return moveFile(filepath.Join(tmp, "registry"), mustBinary("registry"))
+		return moveFile(filepath.Join(tmp, "registry"), mustBinary(binRegistry))
 	}, "registry")
 }
 

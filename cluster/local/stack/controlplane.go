@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,13 +49,15 @@ const (
 
 // controlPlane are the control plane's processes, stopped last, in this
 // order, by Down.
-var controlPlane = []string{"rbac-manager", "crossplane", "kube-controller-manager", "kube-apiserver", "etcd"}
+func controlPlane() []string {
+	return []string{"rbac-manager", binCrossplane, binControllers, binAPIServer, binEtcd}
+}
 
 // StartControlPlane starts etcd, kube-apiserver, kube-controller-manager
 // and Crossplane core (its CRDs from its module, its TLS Secrets) on
 // 127.0.0.1 from an empty run directory, and connects the stack's client.
 func (s *Stack) StartControlPlane(ctx context.Context) error {
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "crossplane"} {
+	for _, b := range []string{binEtcd, binAPIServer, binControllers, binCrossplane} {
 		if _, err := os.Stat(mustBinary(b)); err != nil {
 			return fmt.Errorf("%s is not built: run `go run ./cluster/local/stackctl build` first", b)
 		}
@@ -71,16 +74,16 @@ func (s *Stack) StartControlPlane(ctx context.Context) error {
 	port := func(p int) string { return strconv.Itoa(p + s.PortOffset) }
 	etcd := "http://127.0.0.1:" + port(portEtcd)
 	peer := "http://127.0.0.1:" + port(portEtcdPeer)
-	if _, err := s.Start(ctx, "etcd", mustBinary("etcd"), "--name", "local", "--data-dir", filepath.Join(s.Run, "etcd"),
+	if _, err := s.Start(ctx, binEtcd, mustBinary(binEtcd), "--name", "local", "--data-dir", filepath.Join(s.Run, "etcd"),
 		"--listen-client-urls", etcd, "--advertise-client-urls", etcd, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "local="+peer, "--unsafe-no-fsync", "--listen-metrics-urls", ""); err != nil {
 		return err
 	}
-	if err := s.poll(ctx, "etcd", 30*time.Second, func() (bool, error) { return httpOK(http.DefaultClient, etcd+"/health"), nil }); err != nil {
+	if err := s.poll(ctx, binEtcd, 30*time.Second, func() (bool, error) { return httpOK(ctx, http.DefaultClient, etcd+"/health"), nil }); err != nil {
 		return err
 	}
 	api := "https://127.0.0.1:" + port(portAPIServer)
-	if _, err := s.Start(ctx, "kube-apiserver", mustBinary("kube-apiserver"), "--etcd-servers", etcd,
+	if _, err := s.Start(ctx, binAPIServer, mustBinary(binAPIServer), "--etcd-servers", etcd,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", port(portAPIServer),
 		"--tls-cert-file", filepath.Join(pki, "apiserver.crt"), "--tls-private-key-file", filepath.Join(pki, "apiserver.key"),
 		"--client-ca-file", filepath.Join(pki, "ca.crt"), "--token-auth-file", filepath.Join(pki, "tokens.csv"),
@@ -94,12 +97,12 @@ func (s *Stack) StartControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.poll(ctx, "kube-apiserver", 60*time.Second, func() (bool, error) {
-		return httpOK(hc, api+"/readyz", "Authorization", "Bearer "+token), nil
+	if err := s.poll(ctx, binAPIServer, 60*time.Second, func() (bool, error) {
+		return httpOK(ctx, hc, api+"/readyz", "Authorization", "Bearer "+token), nil
 	}); err != nil {
 		return err
 	}
-	if _, err := s.Start(ctx, "kube-controller-manager", mustBinary("kube-controller-manager"), "--kubeconfig", s.Kubeconfig,
+	if _, err := s.Start(ctx, binControllers, mustBinary(binControllers), "--kubeconfig", s.Kubeconfig,
 		"--authentication-kubeconfig", s.Kubeconfig, "--authorization-kubeconfig", s.Kubeconfig,
 		"--controllers", "garbagecollector,namespace,deployment,replicaset", "--leader-elect=false",
 		"--bind-address", "127.0.0.1", "--secure-port", port(portControllers), "--use-service-account-credentials=false"); err != nil {
@@ -124,7 +127,7 @@ func (s *Stack) startCrossplane(ctx context.Context, port func(int) string) erro
 	if err != nil {
 		return err
 	}
-	xp := mustBinary("crossplane")
+	xp := mustBinary(binCrossplane)
 	var out []byte
 	for i := range 6 {
 		init := exec.CommandContext(ctx, xp, "core", "init", "--cr-ds-path="+filepath.Join(mod, "cluster", "crds"), "--enable-webhooks=false",
@@ -160,7 +163,7 @@ func (s *Stack) startCrossplane(ctx context.Context, port func(int) string) erro
 	}
 	// NOTE: crossplane core binds its metrics, health and webhook ports on
 	// all interfaces (it has no flag for the host); webhooks are off.
-	if _, err := s.Start(ctx, "crossplane", xp, "core", "start", "--namespace="+crossplaneSystem,
+	if _, err := s.Start(ctx, binCrossplane, xp, "core", "start", "--namespace="+crossplaneSystem,
 		"--enable-webhooks=false", "--package-runtime=External", "--tls-client-certs-dir="+certs,
 		"--xpkg-cache-dir="+filepath.Join(s.Run, "xpkg-cache"), "--xfn-cache-dir="+filepath.Join(s.Run, "xfn-cache"),
 		"--metrics-port="+port(portXPMetrics), "--health-probe-port="+port(portXPHealth), "--webhook-port="+port(portXPWebhook),
@@ -168,7 +171,7 @@ func (s *Stack) startCrossplane(ctx context.Context, port func(int) string) erro
 		return err
 	}
 	health := "http://127.0.0.1:" + port(portXPHealth) + "/healthz"
-	if err := s.poll(ctx, "crossplane core", 90*time.Second, func() (bool, error) { return httpOK(http.DefaultClient, health), nil }); err != nil {
+	if err := s.poll(ctx, "crossplane core", 90*time.Second, func() (bool, error) { return httpOK(ctx, http.DefaultClient, health), nil }); err != nil {
 		return err
 	}
 	s.Stepf("control plane up: export KUBECONFIG=%s", s.Kubeconfig)
@@ -181,7 +184,7 @@ func (s *Stack) startCrossplane(ctx context.Context, port func(int) string) erro
 // ServiceAccount. NOTE: it serves metrics on :8080 (no flag moves it), so
 // one stack per machine runs it.
 func (s *Stack) StartRBACManager(ctx context.Context) error {
-	p, err := s.Start(ctx, "rbac-manager", mustBinary("crossplane"), "rbac", "start", "--poll-interval=10s")
+	p, err := s.Start(ctx, "rbac-manager", mustBinary(binCrossplane), "rbac", "start", "--poll-interval=10s")
 	if err != nil {
 		return err
 	}
@@ -195,18 +198,18 @@ func (s *Stack) StartRBACManager(ctx context.Context) error {
 	return nil
 }
 
-// httpOK is whether GET url answers 2xx.
-func httpOK(c *http.Client, url string, header ...string) bool {
-	req, err := http.NewRequest(http.MethodGet, url, nil) //nolint:noctx // Polled with a short timeout.
+// httpOK is whether GET url answers 2xx within 2 s.
+func httpOK(ctx context.Context, c *http.Client, url string, header ...string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	resp, err := c.Do(req.WithContext(ctx))
+	resp, err := c.Do(req)
 	if err != nil {
 		return false
 	}
@@ -361,11 +364,11 @@ func Down(run string, out func(format string, args ...any)) {
 	files, _ := filepath.Glob(filepath.Join(run, "*.pid"))
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".pid")
-		if !contains(controlPlane, name) {
+		if !slices.Contains(controlPlane(), name) {
 			stop(name)
 		}
 	}
-	for _, name := range controlPlane {
+	for _, name := range controlPlane() {
 		stop(name)
 	}
 }
@@ -379,15 +382,6 @@ func ours(pid int, run string) bool {
 	}
 	c := string(cmdline)
 	return strings.Contains(c, CacheDir()) || strings.Contains(c, run) || strings.Contains(c, "stackctl")
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Status says, for each PID file of the run directory, whether it runs.

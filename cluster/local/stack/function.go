@@ -34,7 +34,8 @@ func (s *Stack) StartFunction(ctx context.Context) error {
 		return err
 	}
 	if err := s.poll(ctx, "the composition function", 20*time.Second, func() (bool, error) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		d := net.Dialer{Timeout: time.Second}
+		c, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			_ = c.Close()
 		}

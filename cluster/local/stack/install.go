@@ -55,7 +55,7 @@ func (s *Stack) Install(ctx context.Context) error {
 		return err
 	}
 	registry := s.RegistryAddr() + "/ryuvia"
-	crank := mustBinary("crank")
+	crank := mustBinary(binCrank)
 	dir := filepath.Join(s.Run, "packages")
 	s.Stepf("packages: building and pushing provider-terdut:%s to %s", packageVersion, registry)
 	for _, step := range []string{"build", "package", "publish"} {

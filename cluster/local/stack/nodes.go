@@ -34,20 +34,22 @@ const (
 // read from its module in the module cache, never copied: a node turns
 // Ready at once; a bound pod is created, turns Ready 1-6 s later and is
 // removed once deleted.
-var kwokStages = []string{
-	"kustomize/stage/node/fast/node-initialize.yaml",
-	"kustomize/stage/pod/general/pod-create.yaml",
-	"kustomize/stage/pod/general/pod-init-container-running.yaml",
-	"kustomize/stage/pod/general/pod-init-container-completed.yaml",
-	"kustomize/stage/pod/general/pod-ready.yaml",
-	"kustomize/stage/pod/general/pod-complete.yaml",
-	"kustomize/stage/pod/general/pod-delete.yaml",
+func kwokStages() []string {
+	return []string{
+		"kustomize/stage/node/fast/node-initialize.yaml",
+		"kustomize/stage/pod/general/pod-create.yaml",
+		"kustomize/stage/pod/general/pod-init-container-running.yaml",
+		"kustomize/stage/pod/general/pod-init-container-completed.yaml",
+		"kustomize/stage/pod/general/pod-ready.yaml",
+		"kustomize/stage/pod/general/pod-complete.yaml",
+		"kustomize/stage/pod/general/pod-delete.yaml",
+	}
 }
 
 // StartNodes starts kube-scheduler and kwok (Build builds them), registers
 // the fake node and waits until it is Ready.
 func (s *Stack) StartNodes(ctx context.Context) error {
-	sched, kwok := mustBinary("kube-scheduler"), mustBinary("kwok")
+	sched, kwok := mustBinary(binScheduler), mustBinary(binKwok)
 	dir, err := moduleDir(ctx, KwokModule, KwokVersion)
 	if err != nil {
 		return err
@@ -57,9 +59,11 @@ func (s *Stack) StartNodes(ctx context.Context) error {
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(portScheduler+s.PortOffset)); err != nil {
 		return err
 	}
-	args := []string{"--kubeconfig", s.Kubeconfig, "--manage-nodes-with-label-selector", NodeLabel + "=" + NodeLabelValue,
-		"--node-ip", "127.0.0.1", "--node-lease-duration-seconds", "0"}
-	for _, st := range kwokStages {
+	args := []string{
+		"--kubeconfig", s.Kubeconfig, "--manage-nodes-with-label-selector", NodeLabel + "=" + NodeLabelValue,
+		"--node-ip", "127.0.0.1", "--node-lease-duration-seconds", "0",
+	}
+	for _, st := range kwokStages() {
 		args = append(args, "--config", filepath.Join(dir, st))
 	}
 	if _, err := s.Start(ctx, "kwok", kwok, args...); err != nil {

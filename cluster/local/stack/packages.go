@@ -46,7 +46,7 @@ func (s *Stack) FunctionAddr() string { return "127.0.0.1:" + strconv.Itoa(19444
 // StartRegistry runs go-containerregistry's in-memory registry (Build
 // builds it) on RegistryAddr, for loopback only.
 func (s *Stack) StartRegistry(ctx context.Context) (*Process, error) {
-	p, err := s.Start(ctx, "registry", mustBinary("registry"), "-port", strconv.Itoa(15000+s.PortOffset))
+	p, err := s.Start(ctx, "registry", mustBinary(binRegistry), "-port", strconv.Itoa(15000+s.PortOffset))
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,7 @@
 // and the provider. Everything it starts binds 127.0.0.1 (Crossplane core's
 // ports excepted), keeps running after it exits and is stopped by PID.
 //
-//	stackctl build                   build (or reuse) every binary; cold ~15 min
+//	stackctl build                   every binary, built once and cached; cold ~15 min
 //	stackctl up [-name dev] [-offset 0] [-- provider flags...]
 //	stackctl dev [-offset 0]         make dev: up, the examples, the claims; stays up
 //	stackctl down [-name dev]        stop what up or dev started
