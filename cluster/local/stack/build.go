@@ -369,7 +369,7 @@ func (b *builder) alertmanager(ctx context.Context) error {
 }
 
 func (b *builder) kwok(ctx context.Context) error {
-	return b.step("kwok "+KwokVersion, "~3 min", func() error {
+	return b.step("kwok "+KwokVersion, "~5 min", func() error {
 		d, err := srcDir("kwok-" + KwokVersion)
 		if err != nil {
 			return err
