@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -170,20 +169,8 @@ func srcDir(name string) (string, error) {
 
 // goMod is where the module cache keeps module@version's go.mod.
 func goMod(ctx context.Context, module, version string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
-	var m struct {
-		GoMod string `json:"GoMod"`
-		Error string `json:"Error"`
-	}
-	if jerr := json.Unmarshal(out, &m); jerr != nil && err == nil {
-		err = jerr
-	}
-	if err != nil || m.Error != "" || m.GoMod == "" {
-		return "", errors.Join(fmt.Errorf("go mod download %s@%s: %s", module, version, m.Error), err)
-	}
-	return m.GoMod, nil
+	m, err := download(ctx, module, version)
+	return m.GoMod, err
 }
 
 func (b *builder) etcd(ctx context.Context) error {
@@ -293,32 +280,31 @@ func crossplaneWrapper(src []byte, version string) string {
 
 func (b *builder) crossplane(ctx context.Context) error {
 	return b.step("crossplane core "+CrossplaneVersion, "~6 min", func() error {
-		d, err := srcDir("crossplane-" + CrossplaneVersion)
-		if err != nil {
-			return err
-		}
-		if err := crossplaneModule(ctx, d, CrossplaneVersion); err != nil {
-			return err
-		}
-		return buildTo(ctx, d, "crossplane", "-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version="+CrossplaneVersion,
-			"github.com/crossplane/crossplane/v2/cmd/crossplane")
-	}, "crossplane")
+		return crossplaneCommand(ctx, CrossplaneVersion, binCrossplane)
+	}, binCrossplane)
 }
 
 // crank is the crossplane CLI, not served from v2.3 on: built from
 // crossplane v2.2.0's module.
 func (b *builder) crank(ctx context.Context) error {
 	return b.step("crossplane CLI (crank) "+CrankVersion, "~2.5 min", func() error {
-		d, err := srcDir("crank-" + CrankVersion)
-		if err != nil {
-			return err
-		}
-		if err := crossplaneModule(ctx, d, CrankVersion); err != nil {
-			return err
-		}
-		return buildTo(ctx, d, "crank", "-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version="+CrankVersion,
-			"github.com/crossplane/crossplane/v2/cmd/crank")
-	}, "crank")
+		return crossplaneCommand(ctx, CrankVersion, binCrank)
+	}, binCrank)
+}
+
+// crossplaneCommand builds crossplane/v2's cmd/NAME at version through its
+// wrapper module, its version stamped (else Crossplane rejects every
+// package as not compatible with its version).
+func crossplaneCommand(ctx context.Context, version, name string) error {
+	d, err := srcDir(name + "-" + version)
+	if err != nil {
+		return err
+	}
+	if err := crossplaneModule(ctx, d, version); err != nil {
+		return err
+	}
+	return buildTo(ctx, d, name, "-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version="+version,
+		"github.com/crossplane/crossplane/v2/cmd/"+name)
 }
 
 func (b *builder) registry(ctx context.Context) error {

@@ -66,20 +66,30 @@ func (s *Stack) ProviderHTTP(ctx context.Context) (bin, crds string, err error) 
 // moduleDir downloads module@version into the module cache and returns
 // its folder there.
 func moduleDir(ctx context.Context, module, version string) (string, error) {
+	m, err := download(ctx, module, version)
+	return m.Dir, err
+}
+
+// A downloaded module: its folder and its go.mod in the module cache.
+type downloaded struct {
+	Dir   string `json:"Dir"`
+	GoMod string `json:"GoMod"`
+	Error string `json:"Error"`
+}
+
+// download runs `go mod download -json module@version`.
+func download(ctx context.Context, module, version string) (downloaded, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	out, err := cmd.Output()
-	var m struct {
-		Dir   string `json:"Dir"`
-		Error string `json:"Error"`
-	}
+	var m downloaded
 	if jerr := json.Unmarshal(out, &m); jerr != nil && err == nil {
 		err = jerr
 	}
-	if err != nil || m.Error != "" || m.Dir == "" {
-		return "", errors.Join(fmt.Errorf("go mod download %s@%s: %s", module, version, strings.TrimSpace(m.Error)), err)
+	if err != nil || m.Error != "" || m.Dir == "" || m.GoMod == "" {
+		return m, errors.Join(fmt.Errorf("go mod download %s@%s: %s", module, version, strings.TrimSpace(m.Error)), err)
 	}
-	return m.Dir, nil
+	return m, nil
 }
 
 // goIn runs the go command in dir, its output to stderr.
