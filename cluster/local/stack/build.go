@@ -83,7 +83,7 @@ type builder struct {
 func (b *builder) stepf(format string, args ...any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	_, _ = fmt.Fprintf(b.out, "==> [%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	Stepf(b.out, format, args...)
 }
 
 // Build builds every binary the stack runs that is not cached yet, in two

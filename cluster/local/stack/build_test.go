@@ -1,8 +1,14 @@
 package stack
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The API server's wrapper module points every staging module of
@@ -66,5 +72,31 @@ func TestBinary(t *testing.T) {
 	}
 	if _, err := Binary("kubelet"); err == nil {
 		t.Error("Binary(kubelet): want an error")
+	}
+}
+
+// The stack's CA signs a server certificate for 127.0.0.1 that verifies
+// against it, the way the API server's and the function's are made.
+func TestIssue(t *testing.T) {
+	ca, err := issue(&x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := issue(&x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "srv"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, ca.cert, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	if _, err := srv.cert.Verify(x509.VerifyOptions{Roots: roots}); err != nil {
+		t.Errorf("the server certificate does not verify against the CA: %v", err)
+	}
+	if err := srv.cert.VerifyHostname("127.0.0.1"); err != nil {
+		t.Error(err)
+	}
+	if _, err := tls.X509KeyPair(srv.certPEM, srv.keyPEM); err != nil {
+		t.Errorf("the PEM pair does not load: %v", err)
 	}
 }

@@ -241,35 +241,21 @@ func certificates(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", err
-	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{
+	ca, err := issue(&x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "provider-terdut-local-ca"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(10 * 365 * 24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	}, nil, nil)
 	if err != nil {
 		return "", err
 	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return "", err
-	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", err
-	}
-	srvTmpl := &x509.Certificate{
+	srv, err := issue(&x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(10 * 365 * 24 * time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	}, ca.cert, ca.key)
 	if err != nil {
 		return "", err
 	}
@@ -286,23 +272,11 @@ func certificates(dir string) (string, error) {
 		return "", err
 	}
 	token := hex.EncodeToString(tok)
-	ecPEM := func(k *ecdsa.PrivateKey) ([]byte, error) {
-		der, err := x509.MarshalECPrivateKey(k)
-		return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), err
-	}
-	caKeyPEM, err := ecPEM(caKey)
-	if err != nil {
-		return "", err
-	}
-	srvKeyPEM, err := ecPEM(srvKey)
-	if err != nil {
-		return "", err
-	}
 	for name, data := range map[string][]byte{
-		"ca.crt":        pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		"ca.key":        caKeyPEM,
-		"apiserver.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}),
-		"apiserver.key": srvKeyPEM,
+		"ca.crt":        ca.certPEM,
+		"ca.key":        ca.keyPEM,
+		"apiserver.crt": srv.certPEM,
+		"apiserver.key": srv.keyPEM,
 		"sa.key":        pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)}),
 		"sa.pub":        pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPub}),
 		"tokens.csv":    []byte(token + `,admin,admin-uid,"system:masters"` + "\n"),
@@ -312,6 +286,42 @@ func certificates(dir string) (string, error) {
 		}
 	}
 	return token, nil
+}
+
+// An issued certificate with its new P-256 key.
+type issued struct {
+	cert            *x509.Certificate
+	key             *ecdsa.PrivateKey
+	certPEM, keyPEM []byte
+}
+
+// issue makes a P-256 key and a certificate for it from tmpl, signed by
+// parent with parentKey, or self-signed when parent is nil.
+func issue(tmpl, parent *x509.Certificate, parentKey any) (issued, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return issued{}, err
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		return issued{}, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return issued{}, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return issued{}, err
+	}
+	return issued{
+		cert: cert, key: key,
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}, nil
 }
 
 // writeKubeconfig writes the admin's kubeconfig: the bearer token and the CA.
@@ -343,12 +353,10 @@ current-context: local
 func Down(run string, out func(format string, args ...any)) {
 	stop := func(name string) {
 		f := filepath.Join(run, name+".pid")
-		b, err := os.ReadFile(f)
-		if err != nil {
+		if _, err := os.Stat(f); err != nil {
 			return
 		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err == nil && ours(pid, run) {
+		if pid, ok := readPID(f); ok && ours(pid, run) {
 			_ = syscall.Kill(pid, syscall.SIGTERM)
 			for i := 0; i < 40 && syscall.Kill(pid, 0) == nil; i++ {
 				time.Sleep(250 * time.Millisecond)
@@ -393,9 +401,7 @@ func Status(run string) []string {
 	var out []string
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".pid")
-		b, _ := os.ReadFile(f)
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err == nil && syscall.Kill(pid, 0) == nil && ours(pid, run) {
+		if pid, ok := readPID(f); ok && syscall.Kill(pid, 0) == nil && ours(pid, run) {
 			out = append(out, fmt.Sprintf("%s: running (pid %d)", name, pid))
 		} else {
 			out = append(out, name+": not running")

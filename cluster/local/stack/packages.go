@@ -3,9 +3,6 @@ package stack
 import (
 	"archive/tar"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
@@ -141,11 +138,7 @@ func (s *Stack) FunctionCerts(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
+	srv, err := issue(&x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
 		Subject:      pkix.Name{CommonName: "function-terdut"},
 		NotBefore:    time.Now().Add(-time.Minute),
@@ -153,12 +146,7 @@ func (s *Stack) FunctionCerts(ctx context.Context, dir string) error {
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	}, ca, caKey)
 	if err != nil {
 		return err
 	}
@@ -167,8 +155,8 @@ func (s *Stack) FunctionCerts(ctx context.Context, dir string) error {
 	}
 	for f, data := range map[string][]byte{
 		"ca.crt":  root.Data["tls.crt"],
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		"tls.crt": srv.certPEM,
+		"tls.key": srv.keyPEM,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, f), data, 0o600); err != nil {
 			return err

@@ -69,8 +69,11 @@ func (s *Stack) pidFile(name string) string { return filepath.Join(s.Run, name+"
 
 // PID is the ID of the stack's process name (kube-apiserver, etcd, ...), if
 // it is running.
-func (s *Stack) PID(name string) (int, bool) {
-	b, err := os.ReadFile(s.pidFile(name))
+func (s *Stack) PID(name string) (int, bool) { return readPID(s.pidFile(name)) }
+
+// readPID is the process ID a PID file holds.
+func readPID(path string) (int, bool) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, false
 	}

@@ -15,6 +15,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,8 +161,11 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 }
 
 // Stepf prints a progress line with the time of day.
-func (s *Stack) Stepf(format string, args ...any) {
-	_, _ = fmt.Fprintf(s.Out, "==> [%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+func (s *Stack) Stepf(format string, args ...any) { Stepf(s.Out, format, args...) }
+
+// Stepf prints a progress line to w with the time of day.
+func Stepf(w io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(w, "==> [%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
 // Attach returns the stack Up started earlier with the same options (a

@@ -65,7 +65,7 @@ func run(args []string) error {
 		fmt.Println(p)
 		return nil
 	case "down":
-		stack.Down(run, stepf)
+		stack.Down(run, func(format string, args ...any) { stack.Stepf(os.Stdout, format, args...) })
 		return nil
 	case "status":
 		fmt.Println(strings.Join(stack.Status(run), "\n"))
@@ -95,8 +95,4 @@ func run(args []string) error {
 	default:
 		return errors.New(usage)
 	}
-}
-
-func stepf(format string, args ...any) {
-	fmt.Printf("==> %s\n", fmt.Sprintf(format, args...))
 }
