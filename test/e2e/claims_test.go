@@ -78,6 +78,46 @@ func claimReady(t *testing.T, ns, kind, name string) *claim {
 	return c
 }
 
+// claimCondition waits until the claim's condition typ reads want ("False
+// Reason") and returns its message.
+func claimCondition(t *testing.T, ns, kind, name, typ, want string) string {
+	t.Helper()
+	msg := ""
+	eventually(t, 2*time.Minute, fmt.Sprintf("%s %s/%s %s %s", kind, ns, name, typ, want), func() string {
+		c, err := getClaim(ns, kind, name)
+		if err != nil {
+			return err.Error()
+		}
+		for _, cd := range c.Status.Conditions {
+			if cd.Type == typ {
+				if got := cd.Status + " " + cd.Reason; got != want {
+					return typ + " is " + got + ": " + cd.Message
+				}
+				msg = cd.Message
+				return ""
+			}
+		}
+		return "no " + typ + " condition yet"
+	})
+	return msg
+}
+
+// warningEvent waits for a Warning event with reason on the object name in ns.
+func warningEvent(t *testing.T, ns, name, reason string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "a "+reason+" warning event on "+ns+"/"+name, func() string {
+		ev, err := kubectlOut(nil, "-n", ns, "get", "events", "-o", "name",
+			"--field-selector", "involvedObject.name="+name+",reason="+reason+",type=Warning")
+		if err != nil {
+			return err.Error()
+		}
+		if strings.TrimSpace(ev) == "" {
+			return "none yet"
+		}
+		return ""
+	})
+}
+
 // gone waits until `kubectl get ARGS` finds nothing.
 func gone(t *testing.T, what string, args ...string) {
 	t.Helper()
@@ -196,27 +236,9 @@ spec:
 
 	scenariof(t, "a TerdutServer on a Zalando cluster: without postgres-operator's CRD a clear reason; with the postgresql CRD of postgres-operator "+stack.ZalandoVersion+
 		" DatabaseReady follows the cluster, the DSN and PGPASSWORD come from the cluster and its credentials Secret, and a rotation of that Secret is reported until the pods restart")
-	condition := func(typ, want string) string {
+	condition := func(typ, want string) {
 		t.Helper()
-		msg := ""
-		eventually(t, 2*time.Minute, typ+" "+want, func() string {
-			c, err := getClaim("platform-oncall", "terdutserver", "zalando")
-			if err != nil {
-				return err.Error()
-			}
-			for _, cd := range c.Status.Conditions {
-				if cd.Type == typ {
-					if got := cd.Status + " " + cd.Reason; got != want {
-						return typ + " is " + got + ": " + cd.Message
-					}
-					msg = cd.Message
-					fmt.Printf("    %s=%s: %s\n", typ, want, cd.Message)
-					return ""
-				}
-			}
-			return "no " + typ + " condition yet"
-		})
-		return msg
+		fmt.Printf("    %s=%s: %s\n", typ, want, claimCondition(t, "platform-oncall", "terdutserver", "zalando", typ, want))
 	}
 	apply(t, fmt.Sprintf(`apiVersion: platform.terdut.ryuvia.com/v1alpha1
 kind: TerdutServer
@@ -287,17 +309,7 @@ spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {te
 	creds.Data["password"] = []byte(password())
 	must(t, env.kube.Update(t.Context(), creds), "rotate the cluster's password")
 	condition("DatabaseCredentials", "False CredentialsRotated")
-	eventually(t, time.Minute, "a CredentialsRotated warning event on the claim", func() string {
-		ev, err := kubectlOut(nil, "-n", "platform-oncall", "get", "events", "-o", "name",
-			"--field-selector", "involvedObject.name=zalando,involvedObject.kind=TerdutServer,reason=CredentialsRotated,type=Warning")
-		if err != nil {
-			return err.Error()
-		}
-		if strings.TrimSpace(ev) == "" {
-			return "none yet"
-		}
-		return ""
-	})
+	warningEvent(t, "platform-oncall", "zalando", "CredentialsRotated")
 	fmt.Println("    a CredentialsRotated warning event on the claim")
 	must(t, kubectl(nil, "-n", "platform-oncall", "rollout", "restart", "deployment/zalando"), "restart the server's pods")
 	condition("DatabaseCredentials", "True Current")
@@ -381,30 +393,8 @@ spec:
 	})
 	rc, _ := getClaim("team-c", "terdutteam", "ops")
 	fmt.Printf("    refused claim: %s\n", rc.Status.Summary)
-	eventually(t, 2*time.Minute, "the team-c claim's Composed condition and event with the Team's reason", func() string {
-		c, err := getClaim("team-c", "terdutteam", "ops")
-		if err != nil {
-			return err.Error()
-		}
-		got := ""
-		for _, cd := range c.Status.Conditions {
-			if cd.Type == "Composed" {
-				got = cd.Status + " " + cd.Reason
-			}
-		}
-		if got != "False RefNotPermitted" {
-			return "Composed: " + got
-		}
-		ev, err := kubectlOut(nil, "-n", "team-c", "get", "events", "-o", "name",
-			"--field-selector", "involvedObject.name=ops,reason=RefNotPermitted,type=Warning")
-		if err != nil {
-			return err.Error()
-		}
-		if strings.TrimSpace(ev) == "" {
-			return "no RefNotPermitted warning event on the claim yet"
-		}
-		return ""
-	})
+	claimCondition(t, "team-c", "terdutteam", "ops", "Composed", "False RefNotPermitted")
+	warningEvent(t, "team-c", "ops", "RefNotPermitted")
 	fmt.Println("    the claim's condition Composed=False RefNotPermitted and a RefNotPermitted warning event on it")
 	for _, tm := range stateAt(t, url).Teams {
 		if tm.Name == "Ops" {

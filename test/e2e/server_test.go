@@ -94,22 +94,8 @@ func serverWithReadyReplica(t *testing.T, url, srvYAML string) *claim {
 	f := watchFirsts(t, url, "platform-oncall", "terdut")
 	defer f.close()
 	apply(t, srvYAML)
-	var held string
-	eventually(t, 2*time.Minute, "the claim's Bootstrapped condition waiting for a ready replica", func() string {
-		c, err := getClaim("platform-oncall", "terdutserver", "terdut")
-		if err != nil {
-			return err.Error()
-		}
-		for _, cd := range c.Status.Conditions {
-			if cd.Type == "Bootstrapped" {
-				held = cd.Status + " " + cd.Reason + ": " + cd.Message
-			}
-		}
-		if !strings.HasPrefix(held, "False WaitingForReadyReplica") {
-			return "Bootstrapped: " + held
-		}
-		return ""
-	})
+	const waiting = "False WaitingForReadyReplica"
+	held := waiting + ": " + claimCondition(t, "platform-oncall", "terdutserver", "terdut", "Bootstrapped", waiting)
 	var pod *corev1.Pod
 	eventually(t, time.Minute, "the server's pod bound to "+stack.NodeName, func() string {
 		pods := &corev1.PodList{}
