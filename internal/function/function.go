@@ -7,6 +7,7 @@ package function
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"time"
 
@@ -145,11 +146,16 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 		notReady := readiness(all, observed)
 		out, held := holdBootstrap(all, observed)
 		if held != "" {
+			maps.DeleteFunc(notReady, func(name, _ string) bool { return followsBootstrap(name) })
 			notReady[NameServiceAccount] = held
 		}
 		st := ServerStatus(n, &xr.Spec)
 		st.KeyRotation = ObservedKeyRotation(observed)
-		st.Summary = summarize(len(all), notReady)
+		total := len(all)
+		if held != "" {
+			total = len(out) + 1 // the Usages follow the ServiceAccount
+		}
+		st.Summary = summarize(total, notReady)
 		bootstrapped(rsp, n, notReady, held != "")
 		composedCondition(rsp, observed, notReady, held)
 		if r := xr.Spec.Database.PostgresClusterRef; r != nil {
@@ -174,12 +180,16 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 		}
 		n := TeamNames{Namespace: namespace, Name: name}
 		out := Team(n, &xr.Spec)
-		notReady := readiness(out, observed)
 		st := TeamStatus(n, &xr.Spec)
 		st.TeamID = ObservedTeamID(observed)
-		if err := teamServer(req, rsp, n, &xr.Spec, in.ProviderNamespace, &st); err != nil {
+		server, err := teamServer(req, rsp, n, &xr.Spec, in.ProviderNamespace, &st)
+		if err != nil {
 			return nil, nil, nil, err
 		}
+		if server != "" {
+			out = append(out, serverInUse(n, xr.GetName(), server))
+		}
+		notReady := readiness(out, observed)
 		st.Summary = summarize(len(out), notReady)
 		composedCondition(rsp, observed, notReady, "")
 		status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)

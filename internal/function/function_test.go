@@ -51,6 +51,7 @@ const (
 	available   = `{"conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}]}`
 	unavailable = `{"conditions": [{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."}]}`
 	mrReady     = `{"conditions": [{"type": "Ready", "status": "True", "reason": "Available"}, {"type": "Synced", "status": "True", "reason": "ReconcileSuccess"}]}`
+	usageReady  = `{"conditions": [{"type": "Ready", "status": "True", "reason": "Available"}]}`
 	mrRefused   = `{"conditions": [{"type": "Ready", "status": "False", "reason": "RefNotPermitted", "message": "ClusterProviderConfig \"platform-oncall.terdut\" does not admit namespace \"team-a\""}, {"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "namespace \"team-a\" is not admitted"}]}`
 )
 
@@ -108,24 +109,30 @@ func TestRunFunction(t *testing.T) {
 				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
 			},
 			want: want{
-				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyTrue, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyFalse, NameProviderConfig: resource.ReadyTrue},
+				resources: map[string]resource.Ready{
+					NameDeployment: resource.ReadyTrue, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyFalse, NameProviderConfig: resource.ReadyTrue,
+					NameDeploymentInUse: resource.ReadyFalse, NameServiceInUse: resource.ReadyFalse,
+				},
 				bootstrapped: "False Waiting",
-				summary:      "1 of 4 resources not ready: ServiceAccount crossplane-system/platform-oncall.terdut-instance: not created yet",
+				summary: "3 of 6 resources not ready: ServiceAccount crossplane-system/platform-oncall.terdut-instance: not created yet; " +
+					"Usage crossplane-system/platform-oncall.terdut-instance-uses-deployment: not created yet; Usage crossplane-system/platform-oncall.terdut-instance-uses-service: not created yet",
 			},
 		},
 		"ServerRollingOut": {
 			reason: "a rollout leaves no replica ready for a while: the ServiceAccount composed already stays (leaving it out would delete the instance key)",
 			xr:     serverXR1,
 			observed: map[string]*fnv1.Resource{
-				NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", `{"replicas": 1, "readyReplicas": 0, "conditions": [{"type": "Available", "status": "False"}]}`),
-				NameService:        observed("Service", "v1", "platform-oncall", "terdut", `{}`),
-				NameServiceAccount: observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "crossplane-system", "platform-oncall.terdut-instance", mrReady),
-				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+				NameDeployment:      observed("Deployment", "apps/v1", "platform-oncall", "terdut", `{"replicas": 1, "readyReplicas": 0, "conditions": [{"type": "Available", "status": "False"}]}`),
+				NameService:         observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+				NameServiceAccount:  observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "crossplane-system", "platform-oncall.terdut-instance", mrReady),
+				NameDeploymentInUse: observed("Usage", "protection.crossplane.io/v1beta1", "crossplane-system", "platform-oncall.terdut-instance-uses-deployment", usageReady),
+				NameServiceInUse:    observed("Usage", "protection.crossplane.io/v1beta1", "crossplane-system", "platform-oncall.terdut-instance-uses-service", usageReady),
+				NameProviderConfig:  observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
 			},
 			want: want{
-				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue},
+				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue, NameDeploymentInUse: resource.ReadyTrue, NameServiceInUse: resource.ReadyTrue},
 				bootstrapped: "True Available",
-				summary:      "1 of 4 resources not ready: Deployment platform-oncall/terdut: Available=False",
+				summary:      "1 of 6 resources not ready: Deployment platform-oncall/terdut: Available=False",
 			},
 		},
 		"ServerZeroReplicas": {
@@ -144,33 +151,37 @@ func TestRunFunction(t *testing.T) {
 			xr:     serverXR,
 			input:  `{"apiVersion": "function.terdut.ryuvia.com/v1alpha1", "kind": "Input", "providerNamespace": "terdut-system"}`,
 			observed: map[string]*fnv1.Resource{
-				NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", unavailable),
-				NameService:        observed("Service", "v1", "platform-oncall", "terdut", `{}`),
-				NameServiceAccount: observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "terdut-system", "platform-oncall.terdut-instance", mrReady),
-				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+				NameDeployment:      observed("Deployment", "apps/v1", "platform-oncall", "terdut", unavailable),
+				NameService:         observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+				NameServiceAccount:  observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "terdut-system", "platform-oncall.terdut-instance", mrReady),
+				NameDeploymentInUse: observed("Usage", "protection.crossplane.io/v1beta1", "terdut-system", "platform-oncall.terdut-instance-uses-deployment", usageReady),
+				NameServiceInUse:    observed("Usage", "protection.crossplane.io/v1beta1", "terdut-system", "platform-oncall.terdut-instance-uses-service", usageReady),
+				NameProviderConfig:  observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
 			},
 			want: want{
-				resources: map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue},
+				resources: map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue, NameDeploymentInUse: resource.ReadyTrue, NameServiceInUse: resource.ReadyTrue},
 				status: map[string]any{
 					"endpoint": "http://127.0.0.1:18090", "serviceName": "terdut", "providerConfigName": "platform-oncall.terdut",
 					"credentialsSecretRef": map[string]any{"namespace": "terdut-system", "name": "platform-oncall.terdut-instance-credentials", "key": "token"},
 				},
 				bootstrapped: "True Available",
-				summary:      "1 of 4 resources not ready: Deployment platform-oncall/terdut: Available=False MinimumReplicasUnavailable: Deployment does not have minimum availability.",
+				summary:      "1 of 6 resources not ready: Deployment platform-oncall/terdut: Available=False MinimumReplicasUnavailable: Deployment does not have minimum availability.",
 			},
 		},
 		"ServerReady": {
 			reason: "everything observed ready",
 			xr:     serverXR,
 			observed: map[string]*fnv1.Resource{
-				NameDeployment:     observed("Deployment", "apps/v1", "platform-oncall", "terdut", available),
-				NameService:        observed("Service", "v1", "platform-oncall", "terdut", `{}`),
-				NameServiceAccount: observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "crossplane-system", "platform-oncall.terdut-instance", mrReady),
-				NameProviderConfig: observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+				NameDeployment:      observed("Deployment", "apps/v1", "platform-oncall", "terdut", available),
+				NameService:         observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+				NameServiceAccount:  observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "crossplane-system", "platform-oncall.terdut-instance", mrReady),
+				NameDeploymentInUse: observed("Usage", "protection.crossplane.io/v1beta1", "crossplane-system", "platform-oncall.terdut-instance-uses-deployment", usageReady),
+				NameServiceInUse:    observed("Usage", "protection.crossplane.io/v1beta1", "crossplane-system", "platform-oncall.terdut-instance-uses-service", usageReady),
+				NameProviderConfig:  observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
 			},
 			want: want{
-				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyTrue, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue},
-				summary:      "all 4 resources ready",
+				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyTrue, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue, NameDeploymentInUse: resource.ReadyTrue, NameServiceInUse: resource.ReadyTrue},
+				summary:      "all 6 resources ready",
 				bootstrapped: "True Available",
 			},
 		},

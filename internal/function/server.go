@@ -99,7 +99,8 @@ func Endpoint(n ServerNames, s *platform.XTerdutServerSpec) string {
 // Server returns what a TerdutServer composes: the server's Deployment and
 // Service (and an HTTPRoute when a gateway listener is set) in the claim's
 // namespace, the bootstrap ServiceAccount MR in the provider's namespace,
-// and the ClusterProviderConfig teams use.
+// the ClusterProviderConfig teams use, and the Usages that keep the
+// Deployment and Service until the ServiceAccount is gone.
 func Server(n ServerNames, s *platform.XTerdutServerSpec) []Composed {
 	out := []Composed{
 		{Name: NameDeployment, Object: deployment(n, s)},
@@ -108,10 +109,11 @@ func Server(n ServerNames, s *platform.XTerdutServerSpec) []Composed {
 	if s.Networking.GatewayListener != "" {
 		out = append(out, Composed{Name: NameHTTPRoute, Object: httpRoute(n, s)})
 	}
-	return append(out,
+	out = append(out,
 		Composed{Name: NameServiceAccount, Object: bootstrapAccount(n, s)},
 		Composed{Name: NameProviderConfig, Object: clusterProviderConfig(n, s)},
 	)
+	return append(out, serverUsages(n)...)
 }
 
 // ServerStatus is what the claim reports of its server.

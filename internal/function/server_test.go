@@ -1,6 +1,7 @@
 package function
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	protection "github.com/crossplane/crossplane/apis/v2/protection/v1beta1"
 
 	platform "git.ryuvia.com/niklas/provider-terdut/apis/platform/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -194,7 +196,7 @@ func TestServer(t *testing.T) {
 		"InCluster": {
 			reason:       "the provider reaches the server at its Service; no gateway listener, no HTTPRoute",
 			spec:         defaulted(),
-			wantNames:    []string{NameDeployment, NameService, NameServiceAccount, NameProviderConfig},
+			wantNames:    []string{NameDeployment, NameService, NameServiceAccount, NameProviderConfig, NameDeploymentInUse, NameServiceInUse},
 			wantEndpoint: "http://terdut.platform-oncall.svc:8080",
 			wantAllowed:  v1alpha1.AllowedNamespaces{From: "None"},
 		},
@@ -204,7 +206,7 @@ func TestServer(t *testing.T) {
 				s.Endpoint = "https://terdut.example.com"
 				s.AllowedTeams.Namespaces = sel
 			}),
-			wantNames:    []string{NameDeployment, NameService, NameServiceAccount, NameProviderConfig},
+			wantNames:    []string{NameDeployment, NameService, NameServiceAccount, NameProviderConfig, NameDeploymentInUse, NameServiceInUse},
 			wantEndpoint: "https://terdut.example.com",
 			wantAllowed:  sel,
 		},
@@ -214,7 +216,7 @@ func TestServer(t *testing.T) {
 				s.Networking.Hostname = "terdut.example.com"
 				s.Networking.GatewayListener = "gateways/public/https"
 			}),
-			wantNames:    []string{NameDeployment, NameService, NameHTTPRoute, NameServiceAccount, NameProviderConfig},
+			wantNames:    []string{NameDeployment, NameService, NameHTTPRoute, NameServiceAccount, NameProviderConfig, NameDeploymentInUse, NameServiceInUse},
 			wantEndpoint: "http://terdut.platform-oncall.svc:8080",
 			wantAllowed:  v1alpha1.AllowedNamespaces{From: "None"},
 			wantRoute: map[string]any{
@@ -285,5 +287,32 @@ func TestServer(t *testing.T) {
 				t.Errorf("%s\nstatus: %+v", tc.reason, st)
 			}
 		})
+	}
+}
+
+// A server's Deployment and Service outlive its bootstrap ServiceAccount:
+// the ServiceAccount's delete removes the instance account on the running
+// server (seed §6), and only the server's 404 counts as gone.
+func TestServerUsages(t *testing.T) {
+	n := ServerNames{Namespace: "platform-oncall", Name: "terdut", ProviderNamespace: "crossplane-system"}
+	got := map[string]string{}
+	for _, c := range serverUsages(n) {
+		u, ok := c.Object.(*protection.Usage)
+		if !ok {
+			t.Fatalf("%s is a %T, want a Usage", c.Name, c.Object)
+		}
+		b, err := json.Marshal(u.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[u.Namespace+"/"+u.Name] = string(b)
+	}
+	by := `"by":{"apiVersion":"terdut.ryuvia.com/v1alpha1","kind":"ServiceAccount","resourceRef":{"name":"platform-oncall.terdut-instance"}}`
+	want := map[string]string{
+		"crossplane-system/platform-oncall.terdut-instance-uses-deployment": `{"of":{"apiVersion":"apps/v1","kind":"Deployment","resourceRef":{"name":"terdut","namespace":"platform-oncall"}},` + by + `,"replayDeletion":true}`,
+		"crossplane-system/platform-oncall.terdut-instance-uses-service":    `{"of":{"apiVersion":"v1","kind":"Service","resourceRef":{"name":"terdut","namespace":"platform-oncall"}},` + by + `,"replayDeletion":true}`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Usages: -want, +got:\n%s", diff)
 	}
 }

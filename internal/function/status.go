@@ -18,6 +18,7 @@ import (
 
 	xpresource "github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	protection "github.com/crossplane/crossplane/apis/v2/protection/v1beta1"
 	"github.com/crossplane/function-sdk-go/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
@@ -168,6 +169,10 @@ func Ready(c Composed, observed map[resource.Name]resource.ObservedComposed) (bo
 	switch c.Object.(type) {
 	case *appsv1.Deployment:
 		return condition(oc.Resource, "Available")
+	case *protection.Usage, *protection.ClusterUsage:
+		// NOTE: Crossplane marks a Usage Ready once what it holds is
+		// labelled in use and its user exists.
+		return condition(oc.Resource, string(xpv2.TypeReady))
 	case xpresource.Managed:
 		// NOTE: a managed resource that cannot sync says why in Synced
 		// (RefNotPermitted, TeamNotInNamespace, ...); that is the more
@@ -250,8 +255,8 @@ func describeObject(o Object) string {
 	return o.GetObjectKind().GroupVersionKind().Kind + " " + n
 }
 
-// holdBootstrap leaves the bootstrap ServiceAccount out of what is composed
-// until the server's Deployment has a ready replica (seed §6.1: call
+// holdBootstrap leaves the bootstrap ServiceAccount (and the Usages it is
+// the user of) out of what is composed until the server's Deployment has a ready replica (seed §6.1: call
 // /api/bootstrap only once one is ready), and says why. A ServiceAccount
 // composed already stays, whatever the Deployment does (a rollout has no
 // ready replica for a while): leaving it out then would delete the server's
@@ -284,6 +289,8 @@ func holdBootstrap(out []Composed, observed map[resource.Name]resource.ObservedC
 	for _, c := range out {
 		if c.Name == NameServiceAccount {
 			sa = c.Object
+		}
+		if followsBootstrap(c.Name) {
 			continue
 		}
 		kept = append(kept, c)

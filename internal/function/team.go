@@ -146,8 +146,9 @@ const requiredProviderConfig = "provider-config"
 
 // teamServer asks Crossplane for the team's provider config and fills in
 // where the team's server is and where its key lives (seed §4.2). Until the
-// config is read, or while it does not exist, both stay empty.
-func teamServer(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n TeamNames, s *platform.XTerdutTeamSpec, providerNamespace string, st *platform.XTerdutTeamStatus) error {
+// config is read, or while it does not exist, both stay empty. It returns
+// the XTerdutServer that composed the config, if one did.
+func teamServer(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n TeamNames, s *platform.XTerdutTeamSpec, providerNamespace string, st *platform.XTerdutTeamStatus) (string, error) {
 	ref := TeamProviderConfig(n, s)
 	sel := &fnv1.ResourceSelector{
 		ApiVersion: v1alpha1.SchemeGroupVersion.String(), Kind: ref.Kind,
@@ -161,15 +162,16 @@ func teamServer(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n T
 	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredProviderConfig: sel}}
 	found, resolved, err := request.GetRequiredResource(req, requiredProviderConfig)
 	if err != nil {
-		return errors.Wrapf(err, "cannot read %s %s", ref.Kind, ref.Name)
+		return "", errors.Wrapf(err, "cannot read %s %s", ref.Kind, ref.Name)
 	}
 	if !resolved || len(found) == 0 {
-		return nil
+		return "", nil
 	}
 	pc := &v1alpha1.ProviderConfig{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(found[0].Resource.Object, pc); err != nil {
-		return errors.Wrapf(err, "cannot decode %s %s", ref.Kind, ref.Name)
+		return "", errors.Wrapf(err, "cannot decode %s %s", ref.Kind, ref.Name)
 	}
+	server := composedBy(pc, platform.XTerdutServerKind)
 	st.ServerEndpoint = pc.Spec.Endpoint
 	if ts := pc.Spec.TeamScopedCredentials; ts != nil && !*ts {
 		if r := pc.Spec.Credentials.SecretRef; r != nil {
@@ -179,12 +181,12 @@ func teamServer(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n T
 			}
 			st.CredentialsSecretRef = &platform.CredentialsSecretRef{Namespace: secretNS, Name: r.Name, Key: r.Key}
 		}
-		return nil
+		return server, nil
 	}
 	if st.TeamID > 0 {
 		st.CredentialsSecretRef = &platform.CredentialsSecretRef{
 			Namespace: providerNamespace, Name: teamkey.SecretName(teamkey.ConfigID(ref.Kind, ns, ref.Name), pc.Spec.Endpoint, st.TeamID), Key: teamkey.Key,
 		}
 	}
-	return nil
+	return server, nil
 }

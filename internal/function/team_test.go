@@ -1,6 +1,7 @@
 package function
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -167,6 +168,60 @@ func TestTeamServerStatus(t *testing.T) {
 				if diff := cmp.Diff(tc.want[k], st[k]); diff != "" {
 					t.Errorf("status.%s: -want, +got:\n%s", k, diff)
 				}
+			}
+		})
+	}
+}
+
+// A team holds its server while it exists: the ClusterUsage names the
+// XTerdutServer that composed the team's provider config, and the team's
+// own composite as its user. A provider config no server composed holds
+// nothing.
+func TestTeamHoldsServer(t *testing.T) {
+	cpc := func(owner string) map[string]*fnv1.Resources {
+		return map[string]*fnv1.Resources{requiredProviderConfig: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(
+			`{"apiVersion": "terdut.ryuvia.com/v1alpha1", "kind": "ClusterProviderConfig", "metadata": {"name": "platform-oncall.terdut", "ownerReferences": ` + owner +
+				`}, "spec": {"endpoint": "http://terdut.platform-oncall.svc:8080", "credentials": {"source": "Secret"}}}`)}}}}
+	}
+	cases := map[string]struct {
+		required map[string]*fnv1.Resources
+		want     string // the ClusterUsage's spec as JSON; "" for none
+	}{
+		"ComposedByServer": {
+			required: cpc(`[{"apiVersion": "platform.terdut.ryuvia.com/v1alpha1", "kind": "XTerdutServer", "name": "terdut-x7k2p", "uid": "u1", "controller": true}]`),
+			want: `{"by":{"apiVersion":"platform.terdut.ryuvia.com/v1alpha1","kind":"XTerdutTeam","resourceRef":{"name":"web-5xq2z"}},` +
+				`"of":{"apiVersion":"platform.terdut.ryuvia.com/v1alpha1","kind":"XTerdutServer","resourceRef":{"name":"terdut-x7k2p"}},"replayDeletion":true}`,
+		},
+		"NotComposed": {
+			required: cpc(`[]`),
+		},
+		"NotOwnedAsController": {
+			required: cpc(`[{"apiVersion": "platform.terdut.ryuvia.com/v1alpha1", "kind": "XTerdutServer", "name": "terdut-x7k2p", "uid": "u1"}]`),
+		},
+		"ConfigNotReadYet": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := &fnv1.RunFunctionRequest{
+				Observed:          &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(teamXR)}},
+				Desired:           &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(teamXR)}},
+				RequiredResources: tc.required,
+			}
+			rsp, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if u := rsp.GetDesired().GetResources()[NameServerInUse]; u != nil {
+				m := u.GetResource().AsMap()
+				if m["kind"] != "ClusterUsage" || m["metadata"].(map[string]any)["name"] != "terdutteam.team-a.web" {
+					t.Errorf("composed %v %v, want ClusterUsage terdutteam.team-a.web", m["kind"], m["metadata"])
+				}
+				b, _ := json.Marshal(m["spec"])
+				got = string(b)
+			}
+			if got != tc.want {
+				t.Errorf("ClusterUsage spec:\n got %s\nwant %s", got, tc.want)
 			}
 		})
 	}
