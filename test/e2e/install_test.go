@@ -288,7 +288,7 @@ func (in *installer) runRevisions(version string) {
 	ctx := in.t.Context()
 	pr := in.revision("providerrevisions", "provider-terdut", version)
 	fr := in.revision("functionrevisions", "function-terdut", version)
-	if err := in.s.FunctionCerts(ctx, in.certs); err != nil {
+	if err := in.s.ServingCerts(ctx, in.certs); err != nil {
 		in.t.Fatal(err)
 	}
 	in.s.StopProvider()

@@ -161,10 +161,19 @@ func (s *Stack) startCrossplane(ctx context.Context, port func(int) string) erro
 			return err
 		}
 	}
+	// Core serves the webhook that makes Usages hold what they name; its
+	// certificate comes from core's own CA, like the function's.
+	webhookCerts := filepath.Join(s.Run, "crossplane-tls-server")
+	if err := s.ServingCerts(ctx, webhookCerts); err != nil {
+		return err
+	}
 	// NOTE: crossplane core binds its metrics, health and webhook ports on
-	// all interfaces (it has no flag for the host); webhooks are off.
+	// all interfaces (it has no flag for the host). `core init` above ran
+	// without webhooks: the configurations it would write name an
+	// in-cluster Service; registerNoUsages writes the one that matters.
 	if _, err := s.Start(ctx, binCrossplane, xp, "core", "start", "--namespace="+crossplaneSystem,
-		"--enable-webhooks=false", "--package-runtime=External", "--tls-client-certs-dir="+certs,
+		"--enable-webhooks=true", "--tls-server-certs-dir="+webhookCerts,
+		"--package-runtime=External", "--tls-client-certs-dir="+certs,
 		"--xpkg-cache-dir="+filepath.Join(s.Run, "xpkg-cache"), "--xfn-cache-dir="+filepath.Join(s.Run, "xfn-cache"),
 		"--metrics-port="+port(portXPMetrics), "--health-probe-port="+port(portXPHealth), "--webhook-port="+port(portXPWebhook),
 		"--poll-interval=10s"); err != nil {
@@ -174,6 +183,14 @@ func (s *Stack) startCrossplane(ctx context.Context, port func(int) string) erro
 	if err := s.poll(ctx, "crossplane core", 90*time.Second, func() (bool, error) { return httpOK(ctx, http.DefaultClient, health), nil }); err != nil {
 		return err
 	}
+	ca, err := os.ReadFile(filepath.Join(webhookCerts, "ca.crt"))
+	if err != nil {
+		return err
+	}
+	if err := s.registerNoUsages(ctx, mod, port(portXPWebhook), ca); err != nil {
+		return err
+	}
+	s.Stepf("Usages: core's %s webhook registered at https://127.0.0.1:%s", noUsagesPath, port(portXPWebhook))
 	s.Stepf("control plane up: export KUBECONFIG=%s", s.Kubeconfig)
 	return nil
 }

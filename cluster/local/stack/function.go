@@ -26,7 +26,7 @@ func (s *Stack) StartFunction(ctx context.Context) error {
 	}
 	dir := filepath.Join(s.Run, "function-tls")
 	s.Stepf("composition function: server certificate for 127.0.0.1 from crossplane-root-ca")
-	if err := s.FunctionCerts(ctx, dir); err != nil {
+	if err := s.ServingCerts(ctx, dir); err != nil {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(portFunction+s.PortOffset)

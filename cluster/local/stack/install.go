@@ -80,7 +80,7 @@ func (s *Stack) Install(ctx context.Context) error {
 	// NOTE: the revision installs its CRDs only once its runtime has given
 	// it a TLS Secret.
 	certs := filepath.Join(s.Run, "package-tls")
-	if err := s.FunctionCerts(ctx, certs); err != nil {
+	if err := s.ServingCerts(ctx, certs); err != nil {
 		return err
 	}
 	if err := s.RevisionHealthy(ctx, "providerrevisions", rev, certs, ""); err != nil {

@@ -116,11 +116,11 @@ func extractFrom(l v1.Layer, want, dest string) (bool, error) {
 	}
 }
 
-// FunctionCerts writes a server certificate for 127.0.0.1 signed by
+// ServingCerts writes a server certificate for 127.0.0.1 signed by
 // Crossplane's own CA (the Secret crossplane-root-ca), with that CA, to dir
-// (ca.crt, tls.crt, tls.key): Crossplane core dials functions only with
-// mTLS.
-func (s *Stack) FunctionCerts(ctx context.Context, dir string) error {
+// (ca.crt, tls.crt, tls.key): for the composition function (core dials
+// functions only with mTLS), a package's runtime and core's webhook server.
+func (s *Stack) ServingCerts(ctx context.Context, dir string) error {
 	root := &corev1.Secret{}
 	if err := s.Kube.Get(ctx, types.NamespacedName{Namespace: "crossplane-system", Name: "crossplane-root-ca"}, root); err != nil {
 		return err
@@ -140,7 +140,7 @@ func (s *Stack) FunctionCerts(ctx context.Context, dir string) error {
 	}
 	srv, err := issue(&x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "function-terdut"},
+		Subject:      pkix.Name{CommonName: "provider-terdut-local"},
 		NotBefore:    time.Now().Add(-time.Minute),
 		NotAfter:     time.Now().Add(30 * 24 * time.Hour),
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -212,7 +213,7 @@ func NewClient(cfg *rest.Config) (client.Client, error) {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
 	sch := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, apis.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, admissionv1.AddToScheme, apis.AddToScheme} {
 		if err := add(sch); err != nil {
 			return nil, err
 		}
