@@ -187,7 +187,11 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 			return nil, nil, nil, err
 		}
 		if server != "" {
-			out = append(out, serverInUse(n, xr.GetName(), server))
+			held, err := teamHoldsServer(req, rsp, n, out, xr.GetName(), server, TeamProviderConfig(n, &xr.Spec).Name, in.ProviderNamespace)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			out = append(out, held...)
 		}
 		notReady := readiness(out, observed)
 		st.Summary = summarize(len(out), notReady)

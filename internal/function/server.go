@@ -82,7 +82,11 @@ func (n ServerNames) ProviderConfig() string { return ProviderConfigName(n.Names
 func ProviderConfigName(namespace, name string) string { return namespace + "." + name }
 
 // ServiceAccount is the bootstrap ServiceAccount MR's name.
-func (n ServerNames) ServiceAccount() string { return n.ProviderConfig() + "-instance" }
+func (n ServerNames) ServiceAccount() string { return serverAccount(n.ProviderConfig()) }
+
+// serverAccount is the bootstrap ServiceAccount of the server whose
+// ClusterProviderConfig is named providerConfig.
+func serverAccount(providerConfig string) string { return providerConfig + "-instance" }
 
 // CredentialsSecret is the instance key's Secret, in the provider's
 // namespace (seed §4.1: <namespace>.<name>-instance-credentials).

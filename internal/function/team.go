@@ -190,3 +190,26 @@ func teamServer(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n T
 	}
 	return server, nil
 }
+
+// teamHoldsServer is what holds the team's server, the XTerdutServer named
+// server whose ClusterProviderConfig is providerConfig, while the team
+// (its composite named xr, and the MRs in team) exists: a ClusterUsage of
+// the server, and once Crossplane has read the server's bootstrap
+// ServiceAccount, a Usage of it by each MR.
+func teamHoldsServer(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n TeamNames, team []Composed, xr, server, providerConfig, providerNamespace string) ([]Composed, error) {
+	out := []Composed{serverInUse(n, xr, server)}
+	account := serverAccount(providerConfig)
+	rsp.Requirements.Resources[requiredServerAccount] = &fnv1.ResourceSelector{
+		ApiVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.ServiceAccountKind,
+		Match:     &fnv1.ResourceSelector_MatchName{MatchName: account},
+		Namespace: &providerNamespace,
+	}
+	found, resolved, err := request.GetRequiredResource(req, requiredServerAccount)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot read ServiceAccount %s/%s", providerNamespace, account)
+	}
+	if resolved && len(found) > 0 {
+		out = append(out, accountInUse(n, team, providerNamespace, account)...)
+	}
+	return out, nil
+}

@@ -2,9 +2,12 @@ package function
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -183,12 +186,28 @@ func TestTeamHoldsServer(t *testing.T) {
 			`{"apiVersion": "terdut.ryuvia.com/v1alpha1", "kind": "ClusterProviderConfig", "metadata": {"name": "platform-oncall.terdut", "ownerReferences": ` + owner +
 				`}, "spec": {"endpoint": "http://terdut.platform-oncall.svc:8080", "credentials": {"source": "Secret"}}}`)}}}}
 	}
+	withAccount := func(m map[string]*fnv1.Resources) map[string]*fnv1.Resources {
+		m[requiredServerAccount] = &fnv1.Resources{Items: []*fnv1.Resource{observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "crossplane-system", "platform-oncall.terdut-instance", mrReady)}}
+		return m
+	}
+	byServer := `[{"apiVersion": "platform.terdut.ryuvia.com/v1alpha1", "kind": "XTerdutServer", "name": "terdut-x7k2p", "uid": "u1", "controller": true}]`
+	account := `"of":{"apiVersion":"terdut.ryuvia.com/v1alpha1","kind":"ServiceAccount","resourceRef":{"name":"platform-oncall.terdut-instance","namespace":"crossplane-system"}},"replayDeletion":true}`
 	cases := map[string]struct {
 		required map[string]*fnv1.Resources
-		want     string // the ClusterUsage's spec as JSON; "" for none
+		want     string            // the ClusterUsage's spec as JSON; "" for none
+		accounts map[string]string // the MRs' Usages of the server's ServiceAccount: namespace/name to spec
 	}{
+		"ComposedByServerBootstrapped": {
+			required: withAccount(cpc(byServer)),
+			want: `{"by":{"apiVersion":"platform.terdut.ryuvia.com/v1alpha1","kind":"XTerdutTeam","resourceRef":{"name":"web-5xq2z"}},` +
+				`"of":{"apiVersion":"platform.terdut.ryuvia.com/v1alpha1","kind":"XTerdutServer","resourceRef":{"name":"terdut-x7k2p"}},"replayDeletion":true}`,
+			accounts: map[string]string{
+				"team-a/team.web-uses-server":                          `{"by":{"apiVersion":"terdut.ryuvia.com/v1alpha1","kind":"Team","resourceRef":{"name":"web"}},` + account,
+				"team-a/integration.web-prod-alertmanager-uses-server": `{"by":{"apiVersion":"terdut.ryuvia.com/v1alpha1","kind":"Integration","resourceRef":{"name":"web-prod-alertmanager"}},` + account,
+			},
+		},
 		"ComposedByServer": {
-			required: cpc(`[{"apiVersion": "platform.terdut.ryuvia.com/v1alpha1", "kind": "XTerdutServer", "name": "terdut-x7k2p", "uid": "u1", "controller": true}]`),
+			required: cpc(byServer),
 			want: `{"by":{"apiVersion":"platform.terdut.ryuvia.com/v1alpha1","kind":"XTerdutTeam","resourceRef":{"name":"web-5xq2z"}},` +
 				`"of":{"apiVersion":"platform.terdut.ryuvia.com/v1alpha1","kind":"XTerdutServer","resourceRef":{"name":"terdut-x7k2p"}},"replayDeletion":true}`,
 		},
@@ -222,6 +241,22 @@ func TestTeamHoldsServer(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("ClusterUsage spec:\n got %s\nwant %s", got, tc.want)
+			}
+			accounts := map[string]string{}
+			for name, r := range rsp.GetDesired().GetResources() {
+				if !strings.HasPrefix(name, prefixAccountInUse) {
+					continue
+				}
+				m := r.GetResource().AsMap()
+				meta := m["metadata"].(map[string]any)
+				b, err := json.Marshal(m["spec"])
+				if err != nil {
+					t.Fatal(err)
+				}
+				accounts[fmt.Sprint(meta["namespace"], "/", meta["name"])] = string(b)
+			}
+			if diff := cmp.Diff(tc.accounts, accounts, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Usages of the server's ServiceAccount: -want, +got:\n%s", diff)
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package function
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -23,7 +25,15 @@ const (
 	// team exists: deleting the server's claim is refused, with the
 	// team's name in the reason, until the team's claim is gone.
 	NameServerInUse = "server-in-use"
+	// prefixAccountInUse names the Usage by which each of a team's MRs
+	// keeps its server's bootstrap ServiceAccount (and so the server)
+	// until the MR has deleted its object on the server.
+	prefixAccountInUse = "account-in-use-"
 )
+
+// requiredServerAccount names the team's server's bootstrap
+// ServiceAccount among the required resources.
+const requiredServerAccount = "server-account"
 
 // followsBootstrap is whether the composed resource name is composed only
 // with the bootstrap ServiceAccount: a Usage needs its user to exist.
@@ -67,9 +77,8 @@ func serverUsages(n ServerNames) []Composed {
 func ServerInUseName(n TeamNames) string { return "terdutteam." + n.Namespace + "." + n.Name }
 
 // serverInUse holds the team's server, the XTerdutServer named server,
-// while the team's composite (named team) exists. Its claim deletes the
-// composite in the foreground, so the composite outlives every MR the
-// team has on the server.
+// while the team's composite (named team) exists: deleting the server's
+// claim is refused, and says which team holds it.
 func serverInUse(n TeamNames, team, server string) Composed {
 	return Composed{Name: NameServerInUse, Object: &protection.ClusterUsage{
 		TypeMeta:   metav1.TypeMeta{APIVersion: protection.SchemeGroupVersion.String(), Kind: protection.ClusterUsageKind},
@@ -97,4 +106,36 @@ func composedBy(o metav1.Object, kind string) string {
 		}
 	}
 	return ""
+}
+
+// accountInUse: each of a team's MRs keeps its server's bootstrap
+// ServiceAccount account (in namespace accountNS) until the MR is gone, and
+// so, through the server's own Usages, the server's Deployment and
+// Service: an MR's delete needs the running server, and only its 404
+// counts as gone. The team's composite goes at once when its claim is
+// deleted; these hold the server until the team is gone from it.
+func accountInUse(n TeamNames, team []Composed, accountNS, account string) []Composed {
+	out := make([]Composed, 0, len(team))
+	for _, c := range team {
+		gvk := c.Object.GetObjectKind().GroupVersionKind()
+		out = append(out, Composed{Name: prefixAccountInUse + c.Name, Object: &protection.Usage{
+			TypeMeta: metav1.TypeMeta{APIVersion: protection.SchemeGroupVersion.String(), Kind: protection.UsageKind},
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: n.Namespace,
+				Name:      strings.ToLower(gvk.Kind) + "." + c.Object.GetName() + "-uses-server",
+			},
+			Spec: protection.UsageSpec{
+				Of: protection.NamespacedResource{
+					APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.ServiceAccountKind,
+					ResourceRef: &protection.NamespacedResourceRef{Name: account, Namespace: new(accountNS)},
+				},
+				By: &protection.Resource{
+					APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+					ResourceRef: &protection.ResourceRef{Name: c.Object.GetName()},
+				},
+				ReplayDeletion: new(true),
+			},
+		}})
+	}
+	return out
 }

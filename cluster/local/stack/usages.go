@@ -20,12 +20,12 @@ const noUsagesPath = "/validate-no-usages"
 // registerNoUsages registers Crossplane's nousages.protection.crossplane.io
 // webhook, which makes Usages (deletion ordering) work: the
 // ValidatingWebhookConfiguration Crossplane ships in its module
-// (cluster/webhookconfigurations), read as it is, with its client config
+// (cluster/webhookconfigurations/usage.yaml), read as it is, with its client config
 // pointed at core's webhook server on 127.0.0.1 instead of an in-cluster
 // Service (as ../shared/local-control-plane.md measured). caPEM is the CA
 // that signed core's serving certificate.
 func (s *Stack) registerNoUsages(ctx context.Context, mod, port string, caPEM []byte) error {
-	file := filepath.Join(mod, "cluster", "webhookconfigurations", "manifests.yaml")
+	file := filepath.Join(mod, "cluster", "webhookconfigurations", "usage.yaml")
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return err

@@ -121,12 +121,6 @@ func toXRD(crd *extv1.CustomResourceDefinition) (map[string]any, error) {
 				"categories": []string{"claim", "terdut"},
 			},
 			"defaultCompositionRef": map[string]any{"name": name},
-			// NOTE: a claim stays until everything its XR composed is gone
-			// (the XR's children block it), so deleting a server or a
-			// team is visible to its owner to the end, and a team's XR
-			// outlives its MRs: the ClusterUsage that holds the team's
-			// server lasts until the team is gone from that server.
-			"defaultCompositeDeletePolicy": "Foreground",
 			"versions": []any{map[string]any{
 				"name":                     v.Name,
 				"served":                   true,
