@@ -240,6 +240,7 @@ spec:
 		t.Helper()
 		fmt.Printf("    %s=%s: %s\n", typ, want, claimCondition(t, "platform-oncall", "terdutserver", "zalando", typ, want))
 	}
+	zurl := freshDouble(t, "zalando")
 	apply(t, fmt.Sprintf(`apiVersion: platform.terdut.ryuvia.com/v1alpha1
 kind: TerdutServer
 metadata: {name: zalando, namespace: platform-oncall}
@@ -248,7 +249,7 @@ spec:
   endpoint: %s
   database:
     postgresClusterRef: {name: zalando-pg}
-`, freshDouble(t, "zalando")))
+`, zurl))
 	condition("DatabaseReady", "False PostgresOperatorNotInstalled")
 	crd, err := stack.ZalandoCRD(t.Context())
 	must(t, err, "find postgres-operator's CRD")
@@ -313,10 +314,16 @@ spec: {teamId: terdut, numberOfInstances: 1, users: {terdut: []}, databases: {te
 	fmt.Println("    a CredentialsRotated warning event on the claim")
 	must(t, kubectl(nil, "-n", "platform-oncall", "rollout", "restart", "deployment/zalando"), "restart the server's pods")
 	condition("DatabaseCredentials", "True Current")
-	if err := kubectl(nil, "-n", "platform-oncall", "delete", "terdutserver", "zalando", "--wait=true", "--timeout=120s"); err != nil {
-		t.Fatal(err)
+
+	scenariof(t, "deleting a server no team uses, in order: its bootstrap ServiceAccount (which removes its account on the running server) before the Deployment and Service; nothing stays")
+	claimReady(t, "platform-oncall", "terdutserver", "zalando")
+	zd := watchDeletion(t, serverObjects(t, "platform-oncall", "zalando"))
+	must(t, kubectl(nil, "-n", "platform-oncall", "delete", "terdutserver", "zalando", "--wait=false"), "delete the zalando claim")
+	zd.wait(t, 4*time.Minute)
+	zd.before(t, []string{"ServiceAccount"}, "Deployment", "Service")
+	for _, a := range stateAt(t, zurl).ServiceAccounts {
+		t.Errorf("service account %q (%s) left on the zalando server", a.Name, a.Scope)
 	}
-	gone(t, "the zalando server's ClusterProviderConfig", "clusterproviderconfig.terdut.ryuvia.com", "platform-oncall.zalando")
 	must(t, env.kube.Delete(t.Context(), creds), "delete the cluster's credentials Secret")
 
 	scenariof(t, "a TerdutTeam claim in team-a on that server -> Team, EscalationPolicy, DeadmanSwitch, Integration Ready; the claim Ready with the team ID")
@@ -411,12 +418,30 @@ spec:
 	}
 	gone(t, "team-c's composed MRs", "-n", "team-c", "team,escalationpolicy,deadmanswitch,integration")
 
-	scenariof(t, "deleting the TerdutTeam claim removes its MRs, and its team and team key on the server")
-	if err := kubectl(nil, "-n", "team-a", "delete", "terdutteam", "web", "--wait=true", "--timeout=120s"); err != nil {
-		t.Fatal(err)
+	scenariof(t, "deleting a server a team still uses is held: the server's claim says which team holds it, and nothing of the server is deleted")
+	teamObjs := teamObjects(t, "team-a", "web", []string{"prod-watchdog"}, []string{"prod-alertmanager"})
+	srvObjs := serverObjects(t, "platform-oncall", "terdut")
+	del := watchDeletion(t, append(teamObjs, srvObjs...))
+	must(t, kubectl(nil, "-n", "platform-oncall", "delete", "terdutserver", "terdut", "--wait=false"), "delete the server's claim")
+	held := claimCondition(t, "platform-oncall", "terdutserver", "terdut", "Synced", "False ReconcileError")
+	if !strings.Contains(held, "in-use") || !strings.Contains(held, "terdutteam.team-a.web") {
+		t.Errorf("the held claim's Synced message %q names no Usage by team-a/web", held)
 	}
-	gone(t, "team-a's composed MRs", "-n", "team-a", "team,escalationpolicy,deadmanswitch,integration")
-	gone(t, "the XTerdutTeam", "xterdutteam")
+	warningEvent(t, "platform-oncall", "terdut", "DeleteCompositeResource")
+	fmt.Printf("    the server's claim: Synced=False ReconcileError: %s\n    and a DeleteCompositeResource warning event on it\n", held)
+	time.Sleep(15 * time.Second)
+	if g := del.gone(); len(g) > 0 {
+		t.Errorf("while a team uses the server, gone already: %v", g)
+	}
+	fmt.Println("    15 s later: every object of the server and the team still there")
+
+	scenariof(t, "deleting that team: its composite goes, which lets the server's go; its MRs delete their objects on the still running server, and only then go the server's ServiceAccount and after it the Deployment and Service; its team and team key are gone from the server")
+	must(t, kubectl(nil, "-n", "team-a", "delete", "terdutteam", "web", "--wait=false"), "delete team-a's claim")
+	del.wait(t, 6*time.Minute)
+	teamMRs := roles(teamObjs, "Team", "EscalationPolicy", "DeadmanSwitch", "Integration")
+	del.before(t, teamMRs, "ServiceAccount", "Deployment", "Service", "ClusterProviderConfig")
+	del.before(t, []string{"XTerdutTeam"}, "XTerdutServer", "TerdutServer")
+	del.before(t, []string{"ServiceAccount"}, "Deployment", "Service")
 	st = stateAt(t, url)
 	if len(st.Teams) != 0 || len(st.Policies) != 0 || len(st.Switches) != 0 || len(st.Integrations) != 0 {
 		t.Errorf("left on the server: %d teams, %d policies, %d switches, %d integrations", len(st.Teams), len(st.Policies), len(st.Switches), len(st.Integrations))
@@ -427,15 +452,16 @@ spec:
 		}
 	}
 
-	scenariof(t, "deleting the TerdutServer claim removes the Deployment, Service, ServiceAccount (and its server-side account), key Secret and ClusterProviderConfig")
-	if err := kubectl(nil, "-n", "platform-oncall", "delete", "terdutserver", "terdut", "--wait=true", "--timeout=120s"); err != nil {
-		t.Fatal(err)
+	gone(t, "every bootstrap ServiceAccount", "-n", "crossplane-system", "serviceaccount.terdut.ryuvia.com")
+	gone(t, "every XTerdutServer and XTerdutTeam", "xterdutserver,xterdutteam")
+	gone(t, "every Usage and ClusterUsage", "-A", "usage.protection.crossplane.io,clusterusage.protection.crossplane.io")
+	left, err := kubectlOut(nil, "-n", "crossplane-system", "get", "secrets", "-o", "name")
+	must(t, err, "list the provider namespace's Secrets")
+	for l := range strings.FieldsSeq(left) {
+		if strings.HasPrefix(l, "secret/platform-oncall.") || l == "secret/"+tc.Status.CredentialsRef.Name {
+			t.Errorf("left in the provider namespace: %s", l)
+		}
 	}
-	gone(t, "the server's Deployment and Service", "-n", "platform-oncall", "deployment,service", "-l", "app.kubernetes.io/instance=terdut")
-	gone(t, "the bootstrap ServiceAccount", "-n", "crossplane-system", "serviceaccount.terdut.ryuvia.com")
-	gone(t, "the instance key Secret", "-n", "crossplane-system", "secret", "platform-oncall.terdut-instance-credentials")
-	gone(t, "the ClusterProviderConfig", "clusterproviderconfig.terdut.ryuvia.com", "platform-oncall.terdut")
-	gone(t, "the XTerdutServer", "xterdutserver")
 	st = stateAt(t, url)
 	for _, a := range st.ServiceAccounts {
 		t.Errorf("service account %q (%s) left on the server", a.Name, a.Scope)
