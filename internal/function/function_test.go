@@ -55,6 +55,20 @@ const (
 	mrRefused   = `{"conditions": [{"type": "Ready", "status": "False", "reason": "RefNotPermitted", "message": "ClusterProviderConfig \"platform-oncall.terdut\" does not admit namespace \"team-a\""}, {"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "namespace \"team-a\" is not admitted"}]}`
 )
 
+// bootstrappedServer is what Crossplane observes of a server whose
+// bootstrap ServiceAccount (in namespace ns) and Usages are Ready, with the
+// Deployment's status deployment.
+func bootstrappedServer(ns, deployment string) map[string]*fnv1.Resource {
+	return map[string]*fnv1.Resource{
+		NameDeployment:      observed("Deployment", "apps/v1", "platform-oncall", "terdut", deployment),
+		NameService:         observed("Service", "v1", "platform-oncall", "terdut", `{}`),
+		NameServiceAccount:  observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", ns, "platform-oncall.terdut-instance", mrReady),
+		NameDeploymentInUse: observed("Usage", "protection.crossplane.io/v1beta1", ns, "platform-oncall.terdut-instance-uses-deployment", usageReady),
+		NameServiceInUse:    observed("Usage", "protection.crossplane.io/v1beta1", ns, "platform-oncall.terdut-instance-uses-service", usageReady),
+		NameProviderConfig:  observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
+	}
+}
+
 func TestRunFunction(t *testing.T) {
 	type want struct {
 		fatal        string
@@ -119,16 +133,9 @@ func TestRunFunction(t *testing.T) {
 			},
 		},
 		"ServerRollingOut": {
-			reason: "a rollout leaves no replica ready for a while: the ServiceAccount composed already stays (leaving it out would delete the instance key)",
-			xr:     serverXR1,
-			observed: map[string]*fnv1.Resource{
-				NameDeployment:      observed("Deployment", "apps/v1", "platform-oncall", "terdut", `{"replicas": 1, "readyReplicas": 0, "conditions": [{"type": "Available", "status": "False"}]}`),
-				NameService:         observed("Service", "v1", "platform-oncall", "terdut", `{}`),
-				NameServiceAccount:  observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "crossplane-system", "platform-oncall.terdut-instance", mrReady),
-				NameDeploymentInUse: observed("Usage", "protection.crossplane.io/v1beta1", "crossplane-system", "platform-oncall.terdut-instance-uses-deployment", usageReady),
-				NameServiceInUse:    observed("Usage", "protection.crossplane.io/v1beta1", "crossplane-system", "platform-oncall.terdut-instance-uses-service", usageReady),
-				NameProviderConfig:  observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
-			},
+			reason:   "a rollout leaves no replica ready for a while: the ServiceAccount composed already stays (leaving it out would delete the instance key)",
+			xr:       serverXR1,
+			observed: bootstrappedServer("crossplane-system", `{"replicas": 1, "readyReplicas": 0, "conditions": [{"type": "Available", "status": "False"}]}`),
 			want: want{
 				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue, NameDeploymentInUse: resource.ReadyTrue, NameServiceInUse: resource.ReadyTrue},
 				bootstrapped: "True Available",
@@ -147,17 +154,10 @@ func TestRunFunction(t *testing.T) {
 			},
 		},
 		"ServerDeploymentUnavailable": {
-			reason: "a Deployment is ready when Available, the ServiceAccount when Ready; the input's provider namespace is used",
-			xr:     serverXR,
-			input:  `{"apiVersion": "function.terdut.ryuvia.com/v1alpha1", "kind": "Input", "providerNamespace": "terdut-system"}`,
-			observed: map[string]*fnv1.Resource{
-				NameDeployment:      observed("Deployment", "apps/v1", "platform-oncall", "terdut", unavailable),
-				NameService:         observed("Service", "v1", "platform-oncall", "terdut", `{}`),
-				NameServiceAccount:  observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "terdut-system", "platform-oncall.terdut-instance", mrReady),
-				NameDeploymentInUse: observed("Usage", "protection.crossplane.io/v1beta1", "terdut-system", "platform-oncall.terdut-instance-uses-deployment", usageReady),
-				NameServiceInUse:    observed("Usage", "protection.crossplane.io/v1beta1", "terdut-system", "platform-oncall.terdut-instance-uses-service", usageReady),
-				NameProviderConfig:  observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
-			},
+			reason:   "a Deployment is ready when Available, the ServiceAccount when Ready; the input's provider namespace is used",
+			xr:       serverXR,
+			input:    `{"apiVersion": "function.terdut.ryuvia.com/v1alpha1", "kind": "Input", "providerNamespace": "terdut-system"}`,
+			observed: bootstrappedServer("terdut-system", unavailable),
 			want: want{
 				resources: map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue, NameDeploymentInUse: resource.ReadyTrue, NameServiceInUse: resource.ReadyTrue},
 				status: map[string]any{
@@ -169,16 +169,9 @@ func TestRunFunction(t *testing.T) {
 			},
 		},
 		"ServerReady": {
-			reason: "everything observed ready",
-			xr:     serverXR,
-			observed: map[string]*fnv1.Resource{
-				NameDeployment:      observed("Deployment", "apps/v1", "platform-oncall", "terdut", available),
-				NameService:         observed("Service", "v1", "platform-oncall", "terdut", `{}`),
-				NameServiceAccount:  observed("ServiceAccount", "terdut.ryuvia.com/v1alpha1", "crossplane-system", "platform-oncall.terdut-instance", mrReady),
-				NameDeploymentInUse: observed("Usage", "protection.crossplane.io/v1beta1", "crossplane-system", "platform-oncall.terdut-instance-uses-deployment", usageReady),
-				NameServiceInUse:    observed("Usage", "protection.crossplane.io/v1beta1", "crossplane-system", "platform-oncall.terdut-instance-uses-service", usageReady),
-				NameProviderConfig:  observed("ClusterProviderConfig", "terdut.ryuvia.com/v1alpha1", "", "platform-oncall.terdut", `{}`),
-			},
+			reason:   "everything observed ready",
+			xr:       serverXR,
+			observed: bootstrappedServer("crossplane-system", available),
 			want: want{
 				resources:    map[string]resource.Ready{NameDeployment: resource.ReadyTrue, NameService: resource.ReadyTrue, NameServiceAccount: resource.ReadyTrue, NameProviderConfig: resource.ReadyTrue, NameDeploymentInUse: resource.ReadyTrue, NameServiceInUse: resource.ReadyTrue},
 				summary:      "all 6 resources ready",
