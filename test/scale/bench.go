@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,11 @@ type result struct {
 	// control plane (kube-apiserver, etcd) and the provider spent while
 	// creating: on two cores, which of them the time to Ready waits on.
 	CreateCPUSeconds map[string]float64 `json:"createCPUSeconds"`
+	// CreateAPIRequestsPerMR are the API server's requests per MR while
+	// creating (everyone's: the bench's creates, the provider's updates and
+	// reads, events, Secrets; watches aside), by verb and resource: what the
+	// API server's CPU goes to.
+	CreateAPIRequestsPerMR map[string]float64 `json:"createAPIRequestsPerMR,omitempty"`
 
 	// At rest, over three polls: requests by route, and per MR per poll.
 	RestRequests map[string]int `json:"restRequests"`
@@ -143,14 +149,17 @@ func (b *bench) list(ctx context.Context, l resource.ManagedList, ns string) err
 
 func (b *bench) logf(format string, args ...any) { b.stack.Stepf(format, args...) }
 
-// cpu is the CPU seconds so far of the provider and of the control plane's
-// kube-apiserver and etcd.
+// cpu is the CPU seconds so far of the provider, of every other process
+// of the local control plane (kube-apiserver, etcd, the controller manager,
+// Crossplane and its RBAC manager), of the double and of the bench itself:
+// the two cores they all share.
 func (b *bench) cpu() map[string]float64 {
 	out := map[string]float64{}
 	if b.stack.Provider != nil {
 		_, out["provider"] = procStats(b.stack.Provider.PID())
 	}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
+	_, out["bench"] = procStats(os.Getpid())
+	for _, name := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "crossplane", "rbac-manager", "terdut-double"} {
 		if pid, ok := b.stack.PID(name); ok {
 			_, out[name] = procStats(pid)
 		}
@@ -198,6 +207,7 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm, 
 	}
 
 	cpuBefore := b.cpu()
+	apiBefore := b.apiRequests(ctx)
 	start := time.Now()
 	if err := b.create(ctx, ns, sh); err != nil {
 		return r, err
@@ -215,7 +225,9 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm, 
 	if err := b.created(ctx, &r, after-before, cpuBefore); err != nil {
 		return r, err
 	}
-	b.logf("%d MRs Ready in %.1fs (CPU seconds meanwhile: %s); at rest for three polls", r.MRs, r.ReadySeconds, cpuSeconds(r.CreateCPUSeconds))
+	r.CreateAPIRequestsPerMR = requestsSince(apiBefore, b.apiRequests(ctx), r.MRs)
+	b.logf("%d MRs Ready in %.1fs (CPU seconds meanwhile: %s); API server requests per MR meanwhile: %s; at rest for three polls",
+		r.MRs, r.ReadySeconds, cpuSeconds(r.CreateCPUSeconds), perMR(r.CreateAPIRequestsPerMR))
 
 	if err := b.atRest(ctx, &r, b.poll, 3, func() (int, error) { return b.metric(ctx, `provider_terdut_checks_total{`) }); err != nil {
 		return r, err
@@ -455,6 +467,17 @@ func (b *bench) atRest(ctx context.Context, r *result, poll time.Duration, n int
 	r.ChecksPerMRPerPoll = float64(checked1-checked0) / per
 	r.GETsPerMRPerPoll, r.RequestsPerMRPoll, r.BytesPerMRPerPoll = float64(gets)/per, float64(all)/per, float64(sent)/per
 	return nil
+}
+
+// apiRequests are the API server's requests so far by verb and resource;
+// none if its metrics cannot be read (the figure is then missing, not wrong).
+func (b *bench) apiRequests(ctx context.Context) map[string]float64 {
+	out, err := b.stack.Kubectl(ctx, nil, "get", "--raw", "/metrics")
+	if err != nil {
+		b.logf("cannot read the API server's metrics: %v", err)
+		return nil
+	}
+	return apiRequests(out)
 }
 
 // metric sums the provider's metric lines that start with prefix.
