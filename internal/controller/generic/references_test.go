@@ -6,8 +6,13 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -22,9 +27,10 @@ func (p *patches) ResolveReferences(context.Context, resource.Managed) error {
 	return nil
 }
 
-// A switch whose team reference is already resolved is not written again; one
-// whose team got an ID (or a new one, resolve: Always) is; one whose team is
-// missing says so.
+// A switch whose team reference is already resolved is not written again; a
+// created one whose team got an ID (or a new one, resolve: Always) is; one
+// not created yet is resolved in memory, for the create-pending update to
+// write; one whose team is missing says so.
 func TestReferencesWriteOnlyWhatChanged(t *testing.T) {
 	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "ops"}}
 	meta.SetExternalName(team, "42")
@@ -35,19 +41,30 @@ func TestReferencesWriteOnlyWhatChanged(t *testing.T) {
 		s.Spec.ForProvider.TeamIDRef = &xpv2.Reference{Name: ref}
 		return s
 	}
+	created := func(s *v1alpha1.DeadmanSwitch) *v1alpha1.DeadmanSwitch {
+		meta.SetExternalName(s, "9")
+		return s
+	}
 
 	p := &patches{}
 	r := References{Reader: kube, Patch: p}
-	if err := r.ResolveReferences(t.Context(), sw(new(int64(42)), "ops")); err != nil || p.n != 0 {
+	if err := r.ResolveReferences(t.Context(), created(sw(new(int64(42)), "ops"))); err != nil || p.n != 0 {
 		t.Fatalf("resolved already: err %v, %d writes; want none", err, p.n)
 	}
-	if err := r.ResolveReferences(t.Context(), sw(nil, "ops")); err != nil || p.n != 1 {
-		t.Fatalf("unresolved: err %v, %d writes; want 1", err, p.n)
+	if err := r.ResolveReferences(t.Context(), created(sw(nil, "ops"))); err != nil || p.n != 1 {
+		t.Fatalf("unresolved, created: err %v, %d writes; want 1", err, p.n)
 	}
-	always := sw(new(int64(7)), "ops")
+	always := created(sw(new(int64(7)), "ops"))
 	always.Spec.ForProvider.TeamIDRef.Policy = &xpv2.Policy{Resolve: new(xpv2.ResolvePolicyAlways)}
 	if err := r.ResolveReferences(t.Context(), always); err != nil || p.n != 2 {
 		t.Fatalf("team's ID changed (resolve: Always): err %v, %d writes; want 2", err, p.n)
+	}
+	fresh := sw(nil, "ops")
+	if err := r.ResolveReferences(t.Context(), fresh); err != nil || p.n != 2 {
+		t.Fatalf("unresolved, not created yet: err %v, %d writes; want none (the create-pending update writes it)", err, p.n)
+	}
+	if got := fresh.Spec.ForProvider.TeamID; got == nil || *got != 42 {
+		t.Fatalf("unresolved, not created yet: teamId %v in memory, want 42 for Create and the create-pending update", got)
 	}
 	err := r.ResolveReferences(t.Context(), sw(nil, "gone"))
 	if err == nil || !strings.Contains(err.Error(), "spec.forProvider.teamId") || p.n != 2 {
@@ -55,5 +72,65 @@ func TestReferencesWriteOnlyWhatChanged(t *testing.T) {
 	}
 	if err := r.ResolveReferences(t.Context(), &v1alpha1.Team{}); err != nil || p.n != 2 {
 		t.Fatalf("a kind without references: err %v, %d writes", err, p.n)
+	}
+}
+
+// TestCreatingWritesTheResolvedTeamWithThePendingUpdate: crossplane-runtime
+// wrote a child's resolved teamId in a patch of its own, and a moment later
+// the create-pending update; now the pending update carries it. What must
+// not change: teamId is stored before the object is made on the server.
+func TestCreatingWritesTheResolvedTeamWithThePendingUpdate(t *testing.T) {
+	s := scheme(t)
+	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "ops"}}
+	meta.SetExternalName(team, "42")
+	cr := &v1alpha1.DeadmanSwitch{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "wd"}}
+	cr.Spec.ForProvider.TeamIDRef = &xpv2.Reference{Name: "ops"}
+	updates, patches := 0, 0
+	kube := fakeBuilder(t).WithObjects(team, cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			updates++
+			return c.Update(ctx, o, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			patches++
+			return c.Patch(ctx, o, p, opts...)
+		},
+	}).Build()
+	var storedBeforeCreate *int64
+	ext := &managed.TypedExternalClientFns[*v1alpha1.DeadmanSwitch]{
+		ObserveFn: func(_ context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalObservation, error) {
+			return managed.ExternalObservation{ResourceExists: meta.GetExternalName(cr) != "", ResourceUpToDate: true}, nil
+		},
+		CreateFn: func(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalCreation, error) {
+			stored := &v1alpha1.DeadmanSwitch{}
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(cr), stored); err != nil {
+				return managed.ExternalCreation{}, err
+			}
+			storedBeforeCreate = stored.Spec.ForProvider.TeamID
+			meta.SetExternalName(cr, "7")
+			return managed.ExternalCreation{}, nil
+		},
+		DisconnectFn: func(context.Context) error { return nil },
+	}
+	connect := managed.TypedExternalConnectorFn[*v1alpha1.DeadmanSwitch](func(context.Context, *v1alpha1.DeadmanSwitch) (managed.TypedExternalClient[*v1alpha1.DeadmanSwitch], error) {
+		return finalizedOnCreate[*v1alpha1.DeadmanSwitch](ext), nil
+	})
+	r := newManagedReconciler[*v1alpha1.DeadmanSwitch](fakeManager(kube, s), v1alpha1.DeadmanSwitchGroupVersionKind, connect,
+		managed.WithReferenceResolver(References{Reader: kube, Patch: managed.NewAPISimpleReferenceResolver(kube)}))
+	if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "wd"}}); err != nil {
+		t.Fatal(err)
+	}
+	if storedBeforeCreate == nil || *storedBeforeCreate != 42 {
+		t.Fatalf("teamId stored before the create: %v, want 42", storedBeforeCreate)
+	}
+	if updates != 2 || patches != 0 {
+		t.Errorf("the switch was updated %d and patched %d times to create its object, want 2 and 0 (pending with teamId and the finalizer, then succeeded)", updates, patches)
+	}
+	stored := &v1alpha1.DeadmanSwitch{}
+	if err := kube.Get(t.Context(), client.ObjectKeyFromObject(cr), stored); err != nil {
+		t.Fatal(err)
+	}
+	if id := stored.Spec.ForProvider.TeamID; id == nil || *id != 42 || meta.GetExternalName(stored) != "7" {
+		t.Errorf("stored after the create: teamId %v, external name %q; want 42 and 7", id, meta.GetExternalName(stored))
 	}
 }

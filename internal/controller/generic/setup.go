@@ -259,7 +259,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		}
 	}
 
-	r := managed.NewReconciler(o.QuietStatus.manager(mgr), resource.ManagedKind(k.GVK), opts...)
+	r := managed.NewReconciler(nothingToPublish(o.QuietStatus.manager(mgr)), resource.ManagedKind(k.GVK), opts...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
