@@ -58,6 +58,17 @@ func (c *pastTheCache) Get(ctx context.Context, key client.ObjectKey, obj client
 	return err
 }
 
+// CachedOnly is c without its reads past the cache: to it, a Secret the
+// cache does not hold is absent. Only for a read whose "absent" is confirmed
+// past the cache before anything acts on it (a team's key is minted only
+// after such a read).
+func CachedOnly(c client.Reader) client.Reader {
+	if p, ok := c.(*pastTheCache); ok {
+		return p.Client
+	}
+	return c
+}
+
 // WatchedSecrets reads the Secrets provider configs name (credentials, CA
 // bundles): each through a watch of that one Secret, started when it is
 // first read, so a reconcile costs no request to the API server and a

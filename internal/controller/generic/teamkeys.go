@@ -129,7 +129,11 @@ func OfTeam(teamID *int64) string {
 // Options returns client options for teamID's key, minting it first when
 // there is none. base carries the config's endpoint, CA and timeout.
 func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options, instance *terdut.Client, teamID int64) (terdut.Options, error) {
-	s, err := k.secret(ctx, k.Kube, cfg, teamID)
+	// NOTE: from the cache only: when it has no key, mintIfMissing reads
+	// past it, under the team's lock, before it mints. Reading past it here
+	// too cost a second read of the API server for each child of a team
+	// created a moment ago (at 5,000 MRs, most of the API server's reads).
+	s, err := k.secret(ctx, CachedOnly(k.Kube), cfg, teamID)
 	tok := token(s)
 	if err == nil && tok == "" {
 		tok, err = k.mintIfMissing(ctx, cfg, instance, teamID)

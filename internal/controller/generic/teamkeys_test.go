@@ -330,3 +330,47 @@ func TestRemintRevokesTheReplacedKey(t *testing.T) {
 		t.Errorf("the team's account holds %d keys, want 1", n)
 	}
 }
+
+// TestTeamKeysReadPastTheCacheOnce: the first child of a team with no key
+// yet reads the API server once before it mints (under the team's lock),
+// not once more beforehand; a child that comes while the cache lags finds
+// the minted key past it and mints none.
+func TestTeamKeysReadPastTheCacheOnce(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	store := fakeBuilder(t).Build()
+	direct := 0
+	api := interceptor.NewClient(store, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			direct++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	lagging := interceptor.NewClient(store, interceptor.Funcs{
+		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+			return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+		},
+	})
+	k := &TeamKeys{Kube: SecretsPastTheCache(lagging, api), Reader: api, Namespace: "crossplane-system"}
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg.Spec.Endpoint = hs.URL
+	base := terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"}
+
+	first, err := k.Options(t.Context(), cfg, base, instance, team.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if direct != 1 {
+		t.Errorf("the first child read the API server %d times before it minted, want 1", direct)
+	}
+	second, err := k.Options(t.Context(), cfg, base, instance, team.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 1 || first.Token != second.Token || direct != 2 {
+		t.Errorf("%d keys minted, the same key to both children: %t, %d reads of the API server; want 1, true, 2", n, first.Token == second.Token, direct)
+	}
+}
