@@ -60,6 +60,10 @@ type result struct {
 	// At rest, over three polls: requests by route, and per MR per poll.
 	RestRequests map[string]int `json:"restRequests"`
 	RestPolls    float64        `json:"restPolls"`
+	// RestAPIRequestsPerMRPerPoll are the API server's requests per MR per
+	// poll at rest (everyone's, watches aside): a status written again
+	// that did not change shows here.
+	RestAPIRequestsPerMRPerPoll map[string]float64 `json:"restAPIRequestsPerMRPerPoll,omitempty"`
 	// ChecksPerMRPerPoll is how often each MR was compared with the server
 	// (provider_terdut_checks_total): below 1, drift is not seen every poll.
 	ChecksPerMRPerPoll float64 `json:"checksPerMRPerPoll"`
@@ -434,6 +438,7 @@ func (b *bench) atRest(ctx context.Context, r *result, poll time.Duration, n int
 			return err
 		}
 	}
+	api0 := b.apiRequests(ctx)
 	rest := time.Now()
 	time.Sleep(time.Duration(n) * poll)
 	if checks != nil {
@@ -449,6 +454,11 @@ func (b *bench) atRest(ctx context.Context, r *result, poll time.Duration, n int
 		return err
 	}
 	r.RestPolls = time.Since(rest).Seconds() / poll.Seconds()
+	r.RestAPIRequestsPerMRPerPoll = requestsSince(api0, b.apiRequests(ctx), r.MRs)
+	for k, v := range r.RestAPIRequestsPerMRPerPoll {
+		r.RestAPIRequestsPerMRPerPoll[k] = v / r.RestPolls
+	}
+	b.logf("at rest, API server requests per MR per poll: %s", perMR(r.RestAPIRequestsPerMRPerPoll))
 	gets, all, sent := 0, 0, 0
 	for k, n := range r.RestRequests {
 		if strings.HasPrefix(k, "GET /api/") {

@@ -2,11 +2,14 @@ package team
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -349,4 +352,26 @@ func (k *keys) RevokeTeamKey(_ context.Context, teamID int64) error {
 	}
 	delete(k.held, teamID)
 	return nil
+}
+
+// TestObservationSurvivesTheAPIServer: the status Observe writes equals the
+// one the API server hands back (JSON, times in seconds), so an unchanged
+// Team's status is not written again (generic.QuietStatus compares them).
+func TestObservationSurvivesTheAPIServer(t *testing.T) {
+	created := time.Date(2026, 12, 5, 23, 4, 5, 123456789, time.UTC)
+	o := Observation(&terdut.Team{ID: 7, Name: "Platform", CreatedAt: created})
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored v1alpha1.TeamObservation
+	if err := json.Unmarshal(b, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(o, stored) {
+		t.Errorf("observed %v, stored %v: every reconcile would write the status again", o.CreatedAt, stored.CreatedAt)
+	}
+	if o.CreatedAt == nil || !o.CreatedAt.Equal(&metav1.Time{Time: created.Truncate(time.Second)}) {
+		t.Errorf("createdAt %v, want the server's %v in seconds", o.CreatedAt, created)
+	}
 }
