@@ -194,6 +194,7 @@ func run() error {
 	if b.rate, err = reconcileRate(base); err != nil {
 		return err
 	}
+	b.rateSet = slices.ContainsFunc(base, func(a string) bool { return strings.HasPrefix(a, "--max-reconcile-rate=") })
 
 	sizes, err := parseSizes(*ns)
 	if err != nil {

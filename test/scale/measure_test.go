@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestAPIRequestsPerMR(t *testing.T) {
 	before := apiRequests(`# HELP apiserver_request_total x
@@ -23,5 +26,18 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="",res
 	}
 	if requestsSince(nil, after, 10) != nil {
 		t.Error("with the first read missing, the figure must be missing, not the whole count")
+	}
+}
+
+func TestTheBenchSizesTheRateAsTheREADMESays(t *testing.T) {
+	b := &bench{poll: 30 * time.Second, rate: 100}
+	for n, want := range map[int]int{100: 0, 1000: 0, 2500: 0, 5000: 200, 10000: 400} {
+		if got := b.sizedRate(n); got != want {
+			t.Errorf("%d MRs at --poll=30s: --max-reconcile-rate=%d, want %d (0: the provider's 100)", n, got, want)
+		}
+	}
+	b.rateSet = true
+	if got := b.sizedRate(5000); got != 0 {
+		t.Errorf("with a rate set by -provider-args the bench sized it to %d", got)
 	}
 }

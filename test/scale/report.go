@@ -283,6 +283,20 @@ func printReport(w io.Writer, r report) {
 	for _, res := range r.Results {
 		_, _ = fmt.Fprintf(w, "  %s (%s, %.1f s): %s\n", res.Shape.Name, mode(res.Naive), res.ReadySeconds, cpuSeconds(res.CreateCPUSeconds))
 	}
+	_, _ = fmt.Fprintln(w, "\nAPI server requests per MR while creating, and per MR per poll at rest (everyone's, watches aside):")
+	for _, res := range r.Results {
+		if res.CreateAPIRequestsPerMR != nil {
+			_, _ = fmt.Fprintf(w, "  %s (%s), creating: %s\n", res.Shape.Name, mode(res.Naive), perMR(res.CreateAPIRequestsPerMR))
+		}
+		if res.RestAPIRequestsPerMRPerPoll != nil {
+			_, _ = fmt.Fprintf(w, "  %s (%s), at rest: %s\n", res.Shape.Name, mode(res.Naive), perMR(res.RestAPIRequestsPerMRPerPoll))
+		}
+	}
+	for _, res := range r.Results {
+		if res.SizedReconcileRate > 0 {
+			_, _ = fmt.Fprintf(w, "  %s ran with --max-reconcile-rate=%d, sized as the README says (MRs / poll seconds, with a fifth more room)\n", res.Shape.Name, res.SizedReconcileRate)
+		}
+	}
 	_, _ = fmt.Fprintln(w, "\nnaive / shared, side by side:")
 	for _, x := range r.Ratios {
 		_, _ = fmt.Fprintf(w, "  %s: GETs per MR per poll x%.2f, bytes per MR per poll x%.2f, time to Ready x%.2f, CPU x%.2f\n", x.Shape, x.GETs, x.Bytes, x.ReadySeconds, x.CPUSeconds)
