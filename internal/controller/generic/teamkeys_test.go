@@ -85,26 +85,44 @@ func TestTeamKeys(t *testing.T) {
 	}
 }
 
-// TestTeamKeysMintOnceWhileCacheLags: children of one team connect at once
-// while the cache has not seen the team's key Secret yet: one key is minted,
-// all of them use it.
-func TestTeamKeysMintOnceWhileCacheLags(t *testing.T) {
+// laggingKeys is a server with one team, and a store of Secrets whose cache
+// never catches up (every read of it misses), for a team key's minting.
+type laggingKeys struct {
+	double   *terdutdouble.Server
+	instance *terdut.Client
+	team     *terdut.Team
+	store    client.WithWatch
+	cache    client.WithWatch
+	cfg      Config
+	base     terdut.Options
+}
+
+func newLaggingKeys(t *testing.T) laggingKeys {
+	t.Helper()
 	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
 	hs := httptest.NewServer(double.Handler())
-	defer hs.Close()
+	t.Cleanup(hs.Close)
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
 	team, _ := instance.CreateTeam(t.Context(), "Platform")
 	store := fakeBuilder(t).Build()
-	// The cache never catches up in this test: every Secret read misses.
 	cache := interceptor.NewClient(store, interceptor.Funcs{
 		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
 			return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
 		},
 	})
-	k := &TeamKeys{Kube: cache, Reader: store, Namespace: "crossplane-system"}
 	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
-	base := terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"}
+	return laggingKeys{double: double, instance: instance, team: team, store: store, cache: cache, cfg: cfg,
+		base: terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"}}
+}
+
+// TestTeamKeysMintOnceWhileCacheLags: children of one team connect at once
+// while the cache has not seen the team's key Secret yet: one key is minted,
+// all of them use it.
+func TestTeamKeysMintOnceWhileCacheLags(t *testing.T) {
+	f := newLaggingKeys(t)
+	double, instance, team, cfg, base := f.double, f.instance, f.team, f.cfg, f.base
+	k := &TeamKeys{Kube: f.cache, Reader: f.store, Namespace: "crossplane-system"}
 
 	const children = 4
 	toks := make(chan terdut.Secret, children)
@@ -336,28 +354,16 @@ func TestRemintRevokesTheReplacedKey(t *testing.T) {
 // not once more beforehand; a child that comes while the cache lags finds
 // the minted key past it and mints none.
 func TestTeamKeysReadPastTheCacheOnce(t *testing.T) {
-	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
-	hs := httptest.NewServer(double.Handler())
-	defer hs.Close()
-	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
-	team, _ := instance.CreateTeam(t.Context(), "Platform")
-	store := fakeBuilder(t).Build()
+	f := newLaggingKeys(t)
+	double, instance, team, cfg, base := f.double, f.instance, f.team, f.cfg, f.base
 	direct := 0
-	api := interceptor.NewClient(store, interceptor.Funcs{
+	api := interceptor.NewClient(f.store, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			direct++
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	lagging := interceptor.NewClient(store, interceptor.Funcs{
-		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
-			return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
-		},
-	})
-	k := &TeamKeys{Kube: SecretsPastTheCache(lagging, api), Reader: api, Namespace: "crossplane-system"}
-	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
-	cfg.Spec.Endpoint = hs.URL
-	base := terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"}
+	k := &TeamKeys{Kube: SecretsPastTheCache(f.cache, api), Reader: api, Namespace: "crossplane-system"}
 
 	first, err := k.Options(t.Context(), cfg, base, instance, team.ID)
 	if err != nil {
