@@ -246,7 +246,10 @@ func (s *Stack) InstallCRDs(ctx context.Context) error {
 }
 
 // ApplyProviderConfig applies examples/providerconfig/clusterproviderconfig.yaml
-// (the ClusterProviderConfig "default" and its key Secret) pointed at d.
+// (the ClusterProviderConfig "default" and its key Secret) pointed at d, as
+// the README tells a user to: server-side, because a client-side apply
+// copies the whole manifest, the key in plain text, into the Secret's
+// kubectl.kubernetes.io/last-applied-configuration annotation.
 func (s *Stack) ApplyProviderConfig(ctx context.Context, d *Double) error {
 	s.Stepf("ClusterProviderConfig default -> %s (the double)", d.URL)
 	b, err := os.ReadFile(filepath.Join(s.Root, "examples/providerconfig/clusterproviderconfig.yaml"))
@@ -254,7 +257,7 @@ func (s *Stack) ApplyProviderConfig(ctx context.Context, d *Double) error {
 		return err
 	}
 	y := strings.NewReplacer("http://terdut.platform-oncall.svc:8080", d.URL, "REPLACE-WITH-AN-INSTANCE-SCOPED-KEY", d.AdminKey.Reveal()).Replace(string(b))
-	_, err = s.Kubectl(ctx, []byte(y), "apply", "-f", "-")
+	_, err = s.Kubectl(ctx, []byte(y), "apply", "--server-side", "--force-conflicts", "-f", "-")
 	return err
 }
 
