@@ -112,8 +112,10 @@ func newLaggingKeys(t *testing.T) laggingKeys {
 	})
 	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
-	return laggingKeys{double: double, instance: instance, team: team, store: store, cache: cache, cfg: cfg,
-		base: terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"}}
+	return laggingKeys{
+		double: double, instance: instance, team: team, store: store, cache: cache, cfg: cfg,
+		base: terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"},
+	}
 }
 
 // TestTeamKeysMintOnceWhileCacheLags: children of one team connect at once
