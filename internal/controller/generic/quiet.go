@@ -3,6 +3,7 @@ package generic
 import (
 	"context"
 	"reflect"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,21 +21,46 @@ import (
 // skipped only when the watch cache holds the MR at the very resourceVersion
 // being written and with an equal status: the API server would have stored
 // nothing. provider_terdut_status_updates_skipped_total counts them.
-type QuietStatus struct{ skipped prometheus.Counter }
+//
+// It also holds back the status crossplane-runtime writes right after a
+// create for up to Hold (HoldCreating), and does not send it when the
+// object's next status comes first (see held.holdCreating):
+// provider_terdut_status_updates_superseded_total counts those.
+type QuietStatus struct {
+	skipped    prometheus.Counter
+	superseded prometheus.Counter
+	// Hold is how long a post-create status is held back; 0 sends it at
+	// once.
+	Hold time.Duration
+	held held
+}
 
-// NewQuietStatus makes the counter; register it.
+// NewQuietStatus makes the counters; register it.
 func NewQuietStatus() *QuietStatus {
-	return &QuietStatus{skipped: prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "provider_terdut_status_updates_skipped_total",
-		Help: "Managed-resource status updates not sent because the status was unchanged at the same resourceVersion.",
-	})}
+	return &QuietStatus{
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "provider_terdut_status_updates_skipped_total",
+			Help: "Managed-resource status updates not sent because the status was unchanged at the same resourceVersion.",
+		}),
+		superseded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "provider_terdut_status_updates_superseded_total",
+			Help: "Managed-resource Creating statuses, written right after a create, not sent because the object's observed status came within the hold.",
+		}),
+		Hold: HoldCreating,
+	}
 }
 
 // Describe implements prometheus.Collector.
-func (q *QuietStatus) Describe(ch chan<- *prometheus.Desc) { q.skipped.Describe(ch) }
+func (q *QuietStatus) Describe(ch chan<- *prometheus.Desc) {
+	q.skipped.Describe(ch)
+	q.superseded.Describe(ch)
+}
 
 // Collect implements prometheus.Collector.
-func (q *QuietStatus) Collect(ch chan<- prometheus.Metric) { q.skipped.Collect(ch) }
+func (q *QuietStatus) Collect(ch chan<- prometheus.Metric) {
+	q.skipped.Collect(ch)
+	q.superseded.Collect(ch)
+}
 
 // manager is mgr, its client quiet, unless q is nil.
 func (q *QuietStatus) manager(mgr ctrl.Manager) ctrl.Manager {
@@ -72,7 +98,17 @@ type quietWriter struct {
 }
 
 func (w quietWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	if len(opts) == 0 && w.unchanged(ctx, obj) {
+	if len(opts) > 0 {
+		return w.SubResourceWriter.Update(ctx, obj, opts...)
+	}
+	if w.q.held.supersede(obj) {
+		w.q.superseded.Inc()
+	}
+	//nolint:contextcheck // The held status is sent after the reconcile that held it has ended, and its context with it.
+	if w.q.held.holdCreating(obj, w.SubResourceWriter, w.q.Hold) {
+		return nil
+	}
+	if w.unchanged(ctx, obj) {
 		w.q.skipped.Inc()
 		return nil
 	}

@@ -3,7 +3,9 @@ package generic
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 )
@@ -71,6 +74,83 @@ func TestAnUnchangedStatusIsNotSent(t *testing.T) {
 			}
 			if c := got.GetCondition("Synced"); c.Reason != "ReconcileError" {
 				t.Errorf("stored Synced reason %q, want ReconcileError: the changed status must reach the server", c.Reason)
+			}
+		})
+	}
+}
+
+// TestTheCreatingStatusIsHeldBack: crossplane-runtime writes an MR's status
+// right after its create (Ready=False Creating) and again when the next
+// reconcile observes it (Available); the first is held back and, when the
+// second comes within the hold, never sent. When none comes, it is sent at
+// the hold's end: a user sees Creating late, never not at all.
+func TestTheCreatingStatusIsHeldBack(t *testing.T) {
+	s := scheme(t)
+	for _, tc := range []struct {
+		name     string
+		hold     time.Duration
+		observe  bool // reconcile again after the create
+		want     int
+		wantLast xpv2.ConditionReason
+	}{
+		{name: "observed within the hold", hold: 200 * time.Millisecond, observe: true, want: 1, wantLast: xpv2.ReasonAvailable},
+		{name: "nothing within the hold", hold: 50 * time.Millisecond, want: 1, wantLast: xpv2.ReasonCreating},
+		{name: "crossplane-runtime alone", observe: true, want: 2, wantLast: xpv2.ReasonAvailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"}}
+			var mu sync.Mutex
+			sent := 0
+			kube := fake.NewClientBuilder().WithScheme(s).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					mu.Lock()
+					sent++
+					mu.Unlock()
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+			}).Build()
+			ext := &managed.TypedExternalClientFns[*v1alpha1.Team]{
+				ObserveFn: func(_ context.Context, cr *v1alpha1.Team) (managed.ExternalObservation, error) {
+					exists := meta.GetExternalName(cr) != ""
+					if exists {
+						cr.SetConditions(xpv2.Available()) // as every kind's Observe does
+					}
+					return managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: true}, nil
+				},
+				CreateFn: func(_ context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
+					meta.SetExternalName(cr, "7")
+					return managed.ExternalCreation{}, nil
+				},
+				DisconnectFn: func(context.Context) error { return nil },
+			}
+			connect := managed.TypedExternalConnectorFn[*v1alpha1.Team](func(context.Context, *v1alpha1.Team) (managed.TypedExternalClient[*v1alpha1.Team], error) {
+				return ext, nil
+			})
+			q := NewQuietStatus()
+			q.Hold = tc.hold
+			r := newManagedReconciler[*v1alpha1.Team](q.manager(fakeManager(kube, s)), v1alpha1.TeamGroupVersionKind, connect)
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "a"}}
+			if _, err := r.Reconcile(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			if tc.observe {
+				if _, err := r.Reconcile(t.Context(), req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(tc.hold + 300*time.Millisecond)
+			mu.Lock()
+			got := sent
+			mu.Unlock()
+			if got != tc.want {
+				t.Errorf("status updates sent: %d, want %d", got, tc.want)
+			}
+			stored := &v1alpha1.Team{}
+			if err := kube.Get(t.Context(), req.NamespacedName, stored); err != nil {
+				t.Fatal(err)
+			}
+			if c := stored.GetCondition(xpv2.TypeReady); c.Reason != tc.wantLast {
+				t.Errorf("stored Ready reason %q, want %q", c.Reason, tc.wantLast)
 			}
 		})
 	}
