@@ -94,12 +94,13 @@ func (h *held) holdCreating(obj client.Object, w client.SubResourceWriter, wait 
 // supersede drops obj's held post-create status, if any: a later status of
 // the same MR is being written.
 func (h *held) supersede(obj client.Object) bool {
+	key := heldKey(obj)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	t, ok := h.pending[heldKey(obj)]
+	t, ok := h.pending[key]
 	if ok {
 		t.Stop()
-		delete(h.pending, heldKey(obj))
+		delete(h.pending, key)
 	}
 	return ok
 }

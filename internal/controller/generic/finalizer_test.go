@@ -34,25 +34,13 @@ func TestCreatingWritesTheMRTwice(t *testing.T) {
 	}).Build()
 	finalizedBeforeCreate := false
 	creates := 0
-	ext := &managed.TypedExternalClientFns[*v1alpha1.Team]{
-		ObserveFn: func(_ context.Context, cr *v1alpha1.Team) (managed.ExternalObservation, error) {
-			return managed.ExternalObservation{ResourceExists: meta.GetExternalName(cr) != "", ResourceUpToDate: true}, nil
-		},
-		CreateFn: func(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
-			creates++
-			stored := &v1alpha1.Team{}
-			if err := kube.Get(ctx, client.ObjectKeyFromObject(cr), stored); err != nil {
-				return managed.ExternalCreation{}, err
-			}
-			finalizedBeforeCreate = meta.FinalizerExists(stored, managed.FinalizerName)
-			meta.SetExternalName(cr, "7")
-			return managed.ExternalCreation{}, nil
-		},
-		DisconnectFn: func(context.Context) error { return nil },
-	}
-	connect := managed.TypedExternalConnectorFn[*v1alpha1.Team](func(context.Context, *v1alpha1.Team) (managed.TypedExternalClient[*v1alpha1.Team], error) {
-		return finalizedOnCreate[*v1alpha1.Team](ext), nil
-	})
+	connect := connectTo(finalizedOnCreate(creatingServer(func(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
+		creates++
+		stored := &v1alpha1.Team{}
+		err := kube.Get(ctx, client.ObjectKeyFromObject(cr), stored)
+		finalizedBeforeCreate = meta.FinalizerExists(stored, managed.FinalizerName)
+		return managed.ExternalCreation{}, err
+	})))
 	r := newManagedReconciler[*v1alpha1.Team](fakeManager(kube, s), v1alpha1.TeamGroupVersionKind, connect)
 	if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "a"}}); err != nil {
 		t.Fatal(err)

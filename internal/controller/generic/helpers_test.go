@@ -12,9 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpfake "github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
@@ -86,4 +88,37 @@ func newManagedReconciler[M resource.ModernManaged](mgr manager.Manager, gvk sch
 // fakeManager is a manager whose client is kube, over scheme s.
 func fakeManager(kube client.Client, s *runtime.Scheme) manager.Manager {
 	return &xpfake.Manager{Client: kube, Scheme: s, Logger: logr.Discard()}
+}
+
+// creatingServer is a server for one MR of kind M whose object exists once
+// Create has run: Observe finds it by the external name Create sets ("7"),
+// up to date and Available, as every kind's Observe says; create runs at the
+// start of Create and what it returns is Create's (nil: nothing).
+func creatingServer[M resource.ModernManaged](create func(ctx context.Context, cr M) (managed.ExternalCreation, error)) *managed.TypedExternalClientFns[M] {
+	return &managed.TypedExternalClientFns[M]{
+		ObserveFn: func(_ context.Context, cr M) (managed.ExternalObservation, error) {
+			exists := meta.GetExternalName(cr) != ""
+			if exists {
+				cr.SetConditions(xpv2.Available())
+			}
+			return managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: true}, nil
+		},
+		CreateFn: func(ctx context.Context, cr M) (managed.ExternalCreation, error) {
+			var c managed.ExternalCreation
+			if create != nil {
+				var err error
+				if c, err = create(ctx, cr); err != nil {
+					return c, err
+				}
+			}
+			meta.SetExternalName(cr, "7")
+			return c, nil
+		},
+		DisconnectFn: func(context.Context) error { return nil },
+	}
+}
+
+// connectTo connects every MR of kind M to ext.
+func connectTo[M resource.ModernManaged](ext managed.TypedExternalClient[M]) managed.TypedExternalConnector[M] {
+	return managed.TypedExternalConnectorFn[M](func(context.Context, M) (managed.TypedExternalClient[M], error) { return ext, nil })
 }

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -47,21 +46,11 @@ func TestNoEmptyConnectionSecretBeforeCreate(t *testing.T) {
 			},
 		}).Build()
 		existedBeforeCreate := true
-		ext := &managed.TypedExternalClientFns[*v1alpha1.Integration]{
-			ObserveFn: func(_ context.Context, cr *v1alpha1.Integration) (managed.ExternalObservation, error) {
-				return managed.ExternalObservation{ResourceExists: meta.GetExternalName(cr) != "", ResourceUpToDate: true}, nil
-			},
-			CreateFn: func(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalCreation, error) {
-				err := kube.Get(ctx, secretKey, &corev1.Secret{})
-				existedBeforeCreate = !kerrors.IsNotFound(err)
-				meta.SetExternalName(cr, "7")
-				return managed.ExternalCreation{ConnectionDetails: managed.ConnectionDetails{"url": []byte("u"), "key": []byte("k")}}, nil
-			},
-			DisconnectFn: func(context.Context) error { return nil },
-		}
-		connect := managed.TypedExternalConnectorFn[*v1alpha1.Integration](func(context.Context, *v1alpha1.Integration) (managed.TypedExternalClient[*v1alpha1.Integration], error) {
-			return ext, nil
-		})
+		connect := connectTo(creatingServer(func(ctx context.Context, _ *v1alpha1.Integration) (managed.ExternalCreation, error) {
+			err := kube.Get(ctx, secretKey, &corev1.Secret{})
+			existedBeforeCreate = !kerrors.IsNotFound(err)
+			return managed.ExternalCreation{ConnectionDetails: managed.ConnectionDetails{"url": []byte("u"), "key": []byte("k")}}, nil
+		}))
 		r := newManagedReconciler[*v1alpha1.Integration](nothingToPublish(fakeManager(kube, s)), v1alpha1.IntegrationGroupVersionKind, connect)
 		if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
@@ -84,19 +73,10 @@ func TestNoEmptyConnectionSecretBeforeCreate(t *testing.T) {
 		foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretKey.Namespace, Name: secretKey.Name}, Data: map[string][]byte{"x": []byte("y")}}
 		kube := fakeBuilder(t).WithObjects(cr, foreign).WithStatusSubresource(cr).Build()
 		created := false
-		ext := &managed.TypedExternalClientFns[*v1alpha1.Integration]{
-			ObserveFn: func(context.Context, *v1alpha1.Integration) (managed.ExternalObservation, error) {
-				return managed.ExternalObservation{}, nil
-			},
-			CreateFn: func(context.Context, *v1alpha1.Integration) (managed.ExternalCreation, error) {
-				created = true
-				return managed.ExternalCreation{}, nil
-			},
-			DisconnectFn: func(context.Context) error { return nil },
-		}
-		connect := managed.TypedExternalConnectorFn[*v1alpha1.Integration](func(context.Context, *v1alpha1.Integration) (managed.TypedExternalClient[*v1alpha1.Integration], error) {
-			return ext, nil
-		})
+		connect := connectTo(creatingServer(func(context.Context, *v1alpha1.Integration) (managed.ExternalCreation, error) {
+			created = true
+			return managed.ExternalCreation{}, nil
+		}))
 		r := newManagedReconciler[*v1alpha1.Integration](nothingToPublish(fakeManager(kube, s)), v1alpha1.IntegrationGroupVersionKind, connect)
 		_, _ = r.Reconcile(t.Context(), reconcile.Request{NamespacedName: key})
 		if created {

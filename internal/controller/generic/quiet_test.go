@@ -109,23 +109,7 @@ func TestTheCreatingStatusIsHeldBack(t *testing.T) {
 					return c.SubResource(sub).Update(ctx, obj, opts...)
 				},
 			}).Build()
-			ext := &managed.TypedExternalClientFns[*v1alpha1.Team]{
-				ObserveFn: func(_ context.Context, cr *v1alpha1.Team) (managed.ExternalObservation, error) {
-					exists := meta.GetExternalName(cr) != ""
-					if exists {
-						cr.SetConditions(xpv2.Available()) // as every kind's Observe does
-					}
-					return managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: true}, nil
-				},
-				CreateFn: func(_ context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
-					meta.SetExternalName(cr, "7")
-					return managed.ExternalCreation{}, nil
-				},
-				DisconnectFn: func(context.Context) error { return nil },
-			}
-			connect := managed.TypedExternalConnectorFn[*v1alpha1.Team](func(context.Context, *v1alpha1.Team) (managed.TypedExternalClient[*v1alpha1.Team], error) {
-				return ext, nil
-			})
+			connect := connectTo(creatingServer[*v1alpha1.Team](nil))
 			q := NewQuietStatus()
 			q.Hold = tc.hold
 			r := newManagedReconciler[*v1alpha1.Team](q.manager(fakeManager(kube, s)), v1alpha1.TeamGroupVersionKind, connect)

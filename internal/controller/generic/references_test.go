@@ -97,24 +97,12 @@ func TestCreatingWritesTheResolvedTeamWithThePendingUpdate(t *testing.T) {
 		},
 	}).Build()
 	var storedBeforeCreate *int64
-	ext := &managed.TypedExternalClientFns[*v1alpha1.DeadmanSwitch]{
-		ObserveFn: func(_ context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalObservation, error) {
-			return managed.ExternalObservation{ResourceExists: meta.GetExternalName(cr) != "", ResourceUpToDate: true}, nil
-		},
-		CreateFn: func(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalCreation, error) {
-			stored := &v1alpha1.DeadmanSwitch{}
-			if err := kube.Get(ctx, client.ObjectKeyFromObject(cr), stored); err != nil {
-				return managed.ExternalCreation{}, err
-			}
-			storedBeforeCreate = stored.Spec.ForProvider.TeamID
-			meta.SetExternalName(cr, "7")
-			return managed.ExternalCreation{}, nil
-		},
-		DisconnectFn: func(context.Context) error { return nil },
-	}
-	connect := managed.TypedExternalConnectorFn[*v1alpha1.DeadmanSwitch](func(context.Context, *v1alpha1.DeadmanSwitch) (managed.TypedExternalClient[*v1alpha1.DeadmanSwitch], error) {
-		return finalizedOnCreate[*v1alpha1.DeadmanSwitch](ext), nil
-	})
+	connect := connectTo(finalizedOnCreate(creatingServer(func(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalCreation, error) {
+		stored := &v1alpha1.DeadmanSwitch{}
+		err := kube.Get(ctx, client.ObjectKeyFromObject(cr), stored)
+		storedBeforeCreate = stored.Spec.ForProvider.TeamID
+		return managed.ExternalCreation{}, err
+	})))
 	r := newManagedReconciler[*v1alpha1.DeadmanSwitch](fakeManager(kube, s), v1alpha1.DeadmanSwitchGroupVersionKind, connect,
 		managed.WithReferenceResolver(References{Reader: kube, Patch: managed.NewAPISimpleReferenceResolver(kube)}))
 	if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "wd"}}); err != nil {
