@@ -104,6 +104,7 @@ func (w quietWriter) Update(ctx context.Context, obj client.Object, opts ...clie
 	if w.q.held.supersede(obj) {
 		w.q.superseded.Inc()
 	}
+	noteCreation(ctx, obj)
 	//nolint:contextcheck // The held status is sent after the reconcile that held it has ended, and its context with it.
 	if w.q.held.holdCreating(obj, w.SubResourceWriter, w.q.Hold) {
 		return nil

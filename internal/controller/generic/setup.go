@@ -276,7 +276,11 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		mg := newMR()
 		return mgr.GetClient().Get(ctx, req.NamespacedName, mg) == nil && AtRest(mg)
 	}
-	rec := o.Limit(name, r, atRest)
+	var inner reconcile.Reconciler = r
+	if o.QuietStatus != nil {
+		inner = FollowUp{Inner: r, Cache: mgr.GetClient(), New: func() client.Object { return newMR() }}
+	}
+	rec := o.Limit(name, inner, atRest)
 	if k.TeamRefs != nil {
 		rec = TeamWait[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Refs: k.TeamRefs, Now: time.Now}
 	}
