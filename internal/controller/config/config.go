@@ -74,12 +74,8 @@ func setup(mgr ctrl.Manager, o generic.Options) error {
 // provider's allocations. It neither keeps nor changes what it lists.
 type uncopiedLists struct{ ctrl.Manager }
 
-func (m uncopiedLists) GetClient() client.Client { return listsUncopied{m.Manager.GetClient()} }
-
-type listsUncopied struct{ client.Client }
-
-func (c listsUncopied) List(ctx context.Context, l client.ObjectList, o ...client.ListOption) error {
-	return c.Client.List(ctx, l, append(o, client.UnsafeDisableDeepCopy)...)
+func (m uncopiedLists) GetClient() client.Client {
+	return generic.ListsUncopied{Client: m.Manager.GetClient()}
 }
 
 // Forgetting drops the cached clients of a provider config that is gone

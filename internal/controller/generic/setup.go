@@ -252,7 +252,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
-			sm := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
+			sm := statemetrics.NewMRStateRecorder(ListsUncopied{Client: mgr.GetClient()}, o.Logger, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
 			if err := mgr.Add(sm); err != nil {
 				return errors.Wrapf(err, errStateMetrics, k.GroupKind)
 			}
