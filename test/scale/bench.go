@@ -19,7 +19,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -121,19 +123,35 @@ type bench struct {
 	// API server every second, work that took the API server's CPU from the
 	// provider it measures.
 	seen client.Reader
+	// readyAt is when that watch first showed each MR Ready and Synced.
+	readyAt *firstReady
 }
 
 // watching is a cache of the provider's MRs in every namespace, fed by one
-// watch per kind, started and synced.
-func watching(ctx context.Context, cfg *rest.Config) (client.Reader, error) {
+// watch per kind, started and synced, and when it first showed each MR
+// Ready and Synced.
+func watching(ctx context.Context, cfg *rest.Config) (client.Reader, *firstReady, error) {
 	sch := runtime.NewScheme()
 	if err := apis.AddToScheme(sch); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	crlog.SetLogger(logr.Discard()) // the cache's informers would log to stderr otherwise
 	c, err := cache.New(cfg, cache.Options{Scheme: sch})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	seen := &firstReady{at: map[types.UID]time.Time{}}
+	for _, o := range []client.Object{&v1alpha1.Team{}, &v1alpha1.EscalationPolicy{}, &v1alpha1.DeadmanSwitch{}, &v1alpha1.Integration{}} {
+		inf, err := c.GetInformer(ctx, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    seen.see,
+			UpdateFunc: func(_, n any) { seen.see(n) },
+		}); err != nil {
+			return nil, nil, err
+		}
 	}
 	go func() { _ = c.Start(ctx) }()
 	for _, l := range lists() {
@@ -145,12 +163,44 @@ func watching(ctx context.Context, cfg *rest.Config) (client.Reader, error) {
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			break
 		}
 	}
-	return c, nil
+	return c, seen, nil
+}
+
+// firstReady is when the bench's watch first showed each MR Ready and
+// Synced: a time to Ready to the millisecond (a condition's
+// lastTransitionTime has whole seconds, too coarse for MRs Ready within one
+// or two), a little late rather than early (it includes the watch's lag).
+type firstReady struct {
+	mu sync.Mutex
+	at map[types.UID]time.Time
+}
+
+// see records obj's time if it is an MR Ready and Synced seen first now.
+func (f *firstReady) see(obj any) {
+	if mg, ok := obj.(resource.Managed); ok && readyAndSynced(mg) {
+		f.when(mg)
+	}
+}
+
+// when is when mg was first seen Ready and Synced: now, if not before.
+func (f *firstReady) when(mg resource.Managed) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.at[mg.GetUID()]
+	if !ok {
+		t = time.Now()
+		f.at[mg.GetUID()] = t
+	}
+	return t
+}
+
+func readyAndSynced(mg resource.Managed) bool {
+	return mg.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && mg.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue
 }
 
 // list lists ns's MRs of l's kind from what the watches delivered, without
@@ -233,7 +283,7 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm, 
 		return r, err
 	}
 	r.ReadySeconds = time.Since(start).Seconds()
-	r.P50, r.P95, r.Max = percentiles(ready, start)
+	r.P50, r.P95, r.Max = percentiles(ready, start, time.Millisecond)
 	after, err := b.metric(ctx, `controller_runtime_reconcile_total{controller="managed/`)
 	if err != nil {
 		return r, err
@@ -398,7 +448,7 @@ func lists() []resource.ManagedList {
 }
 
 // waitReady waits until want MRs of ns are Ready and Synced, and returns
-// when each turned Ready.
+// when each was first seen so.
 func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.Duration) ([]time.Time, error) {
 	deadline := time.Now().Add(limit)
 	for {
@@ -409,9 +459,8 @@ func (b *bench) waitReady(ctx context.Context, ns string, want int, limit time.D
 				return nil, err
 			}
 			for _, mg := range l.GetItems() {
-				c := mg.GetCondition(xpv2.TypeReady)
-				if c.Status == corev1.ConditionTrue && mg.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue {
-					ready = append(ready, c.LastTransitionTime.Time)
+				if readyAndSynced(mg) {
+					ready = append(ready, b.readyAt.when(mg))
 				} else {
 					notReady++
 				}

@@ -186,11 +186,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	seen, err := watching(ctx, s.Config)
+	seen, readyAt, err := watching(ctx, s.Config)
 	if err != nil {
 		return err
 	}
-	b := &bench{stack: s, poll: *poll, kube: kube, seen: seen}
+	b := &bench{stack: s, poll: *poll, kube: kube, seen: seen, readyAt: readyAt}
 	if b.rate, err = reconcileRate(base); err != nil {
 		return err
 	}

@@ -11,9 +11,11 @@ import (
 	"time"
 )
 
-// percentiles of the MRs' time to Ready (1 s resolution).
-func percentiles(ready []time.Time, start time.Time) (p50, p95, maxS float64) {
-	s := start.Truncate(time.Second)
+// percentiles of the MRs' time to Ready, from times of the given
+// resolution (a condition's lastTransitionTime: whole seconds, so start is
+// taken to its second too).
+func percentiles(ready []time.Time, start time.Time, resolution time.Duration) (p50, p95, maxS float64) {
+	s := start.Truncate(resolution)
 	d := make([]float64, 0, len(ready))
 	for _, t := range ready {
 		d = append(d, max(0, t.Sub(s).Seconds()))

@@ -95,7 +95,7 @@ func (b *bench) noisy(ctx context.Context, aMRs int, unfair bool) (noisy, error)
 	if err != nil {
 		return n, err
 	}
-	_, n.BAloneP95, _ = percentiles(ready, start)
+	_, n.BAloneP95, _ = percentiles(ready, start, time.Millisecond)
 	if n.BAloneStages, err = b.stages(ctx, alone, start); err != nil {
 		return n, err
 	}
@@ -131,7 +131,7 @@ func (b *bench) noisy(ctx context.Context, aMRs int, unfair bool) (noisy, error)
 	if err != nil {
 		return n, err
 	}
-	_, n.BP95, n.BMax = percentiles(ready, startB)
+	_, n.BP95, n.BMax = percentiles(ready, startB, time.Millisecond)
 	if n.BStages, err = b.stages(ctx, nsB, startB); err != nil {
 		return n, err
 	}
@@ -152,7 +152,7 @@ func (b *bench) noisy(ctx context.Context, aMRs int, unfair bool) (noisy, error)
 	}
 	n.RestPerSecond = float64(rest) / float64(max(len(series)-restFrom, 1))
 	n.Ratio = div(n.BP95, n.BAloneP95)
-	b.logf("noisy neighbour (%s): B p95 %.0fs beside A, %.0fs alone (x%.2f); A Ready in %.0fs; at most %d requests/s, %.1f/s at rest",
+	b.logf("noisy neighbour (%s): B p95 %.1fs beside A, %.1fs alone (x%.2f); A Ready in %.0fs; at most %d requests/s, %.1f/s at rest",
 		suffix, n.BP95, n.BAloneP95, n.Ratio, n.AReadySeconds, n.MaxPerSecond, n.RestPerSecond)
 	for _, ns := range []string{nsB, nsA} {
 		if err := b.deleteAll(ctx, ns); err != nil {
@@ -253,6 +253,6 @@ func (n noisy) describe() string {
 	if n.FirstComeFirstServed {
 		mode = "first come, first served"
 	}
-	return fmt.Sprintf("%s: B (%d MRs) p95 %.0fs beside A (%d MRs, %d polled every 100ms), %.0fs alone: x%.2f; A Ready in %.0fs; requests/s to the server at most %d, %.1f at rest (reconcile budget %d/s)",
+	return fmt.Sprintf("%s: B (%d MRs) p95 %.1fs beside A (%d MRs, %d polled every 100ms), %.1fs alone: x%.2f; A Ready in %.0fs; requests/s to the server at most %d, %.1f at rest (reconcile budget %d/s)",
 		mode, n.BMRs, n.BP95, n.AMRs, n.AFast, n.BAloneP95, n.Ratio, n.AReadySeconds, n.MaxPerSecond, n.RestPerSecond, n.Budget)
 }

@@ -248,7 +248,7 @@ func (b *bench) peerRun(ctx context.Context, p *peer, ns string, sh shape, label
 			end = slices.MaxFunc(ready, time.Time.Compare)
 		}
 		r.ReadySeconds = end.Sub(start).Seconds()
-		r.P50, r.P95, r.Max = percentiles(ready, start)
+		r.P50, r.P95, r.Max = percentiles(ready, start, time.Second)
 	}
 	after, err := b.peerMetric(ctx, `controller_runtime_reconcile_total{controller="managed/request`)
 	if err != nil {

@@ -221,7 +221,7 @@ func (r *report) addNoisyTargets() {
 			continue
 		}
 		r.Targets = append(r.Targets,
-			target{What: "noisy neighbour: B's p95 to Ready beside A / alone", Want: "<= 2x", Measured: fmt.Sprintf("%.0f s / %.0f s = x%.2f", n.BP95, n.BAloneP95, n.Ratio), Met: n.Ratio <= 2},
+			target{What: "noisy neighbour: B's p95 to Ready beside A / alone", Want: "<= 2x", Measured: fmt.Sprintf("%.1f s / %.1f s = x%.2f", n.BP95, n.BAloneP95, n.Ratio), Met: n.Ratio <= 2},
 			target{What: "noisy neighbour: requests/s to the server at rest", Want: fmt.Sprintf("<= %d (budget)", n.Budget), Measured: fmt.Sprintf("%.1f mean, %d at most in any second of the run", n.RestPerSecond, n.MaxPerSecond), Met: n.RestPerSecond <= float64(n.Budget)})
 	}
 }
