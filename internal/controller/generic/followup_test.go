@@ -2,7 +2,6 @@ package generic
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -42,16 +40,7 @@ func TestACreatedMRIsObservedInTheSameTurn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"}}
-			var mu sync.Mutex
-			sent := 0
-			kube := fake.NewClientBuilder().WithScheme(s).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					mu.Lock()
-					sent++
-					mu.Unlock()
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-			}).Build()
+			kube, sent := statusCounting(s, cr)
 			server := creatingServer[*v1alpha1.Team](nil)
 			observed, creates := 0, 0
 			observe, create := server.ObserveFn, server.CreateFn
@@ -86,10 +75,7 @@ func TestACreatedMRIsObservedInTheSameTurn(t *testing.T) {
 			if res.Requeue != tc.wantRequeue || (!tc.wantRequeue && res.RequeueAfter <= 0) {
 				t.Errorf("result %+v: want requeue %v, else the poll", res, tc.wantRequeue)
 			}
-			mu.Lock()
-			got := sent
-			mu.Unlock()
-			if got != 1 {
+			if got := sent(); got != 1 {
 				t.Errorf("status updates sent: %d, want 1", got)
 			}
 			stored := &v1alpha1.Team{}

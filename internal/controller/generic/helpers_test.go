@@ -2,6 +2,7 @@ package generic
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -121,4 +123,24 @@ func creatingServer[M resource.ModernManaged](create func(ctx context.Context, c
 // connectTo connects every MR of kind M to ext.
 func connectTo[M resource.ModernManaged](ext managed.TypedExternalClient[M]) managed.TypedExternalConnector[M] {
 	return managed.TypedExternalConnectorFn[M](func(context.Context, M) (managed.TypedExternalClient[M], error) { return ext, nil })
+}
+
+// statusCounting is a fake API server holding cr (with its status
+// subresource) that counts the status updates it is sent.
+func statusCounting(s *runtime.Scheme, cr client.Object) (client.Client, func() int) {
+	var mu sync.Mutex
+	sent := 0
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			mu.Lock()
+			sent++
+			mu.Unlock()
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	}).Build()
+	return kube, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return sent
+	}
 }

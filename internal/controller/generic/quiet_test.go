@@ -3,15 +3,11 @@ package generic
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -39,13 +35,7 @@ func TestAnUnchangedStatusIsNotSent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := &v1alpha1.EscalationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "p", Finalizers: []string{"finalizer.managedresource.crossplane.io"}}}
 			meta.SetExternalName(cr, "7")
-			sent := 0
-			kube := fake.NewClientBuilder().WithScheme(s).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					sent++
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-			}).Build()
+			kube, sent := statusCounting(s, cr)
 			var observeErr error
 			server := managed.TypedExternalConnectorFn[*v1alpha1.EscalationPolicy](func(context.Context, *v1alpha1.EscalationPolicy) (managed.TypedExternalClient[*v1alpha1.EscalationPolicy], error) {
 				return &managed.TypedExternalClientFns[*v1alpha1.EscalationPolicy]{
@@ -65,8 +55,8 @@ func TestAnUnchangedStatusIsNotSent(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if sent != tc.want {
-				t.Errorf("status updates sent: %d, want %d", sent, tc.want)
+			if got := sent(); got != tc.want {
+				t.Errorf("status updates sent: %d, want %d", got, tc.want)
 			}
 			got := &v1alpha1.EscalationPolicy{}
 			if err := kube.Get(t.Context(), req.NamespacedName, got); err != nil {
@@ -99,16 +89,7 @@ func TestTheCreatingStatusIsHeldBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"}}
-			var mu sync.Mutex
-			sent := 0
-			kube := fake.NewClientBuilder().WithScheme(s).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					mu.Lock()
-					sent++
-					mu.Unlock()
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-			}).Build()
+			kube, sent := statusCounting(s, cr)
 			connect := connectTo(creatingServer[*v1alpha1.Team](nil))
 			q := NewQuietStatus()
 			q.Hold = tc.hold
@@ -123,10 +104,7 @@ func TestTheCreatingStatusIsHeldBack(t *testing.T) {
 				}
 			}
 			time.Sleep(tc.hold + 300*time.Millisecond)
-			mu.Lock()
-			got := sent
-			mu.Unlock()
-			if got != tc.want {
+			if got := sent(); got != tc.want {
 				t.Errorf("status updates sent: %d, want %d", got, tc.want)
 			}
 			stored := &v1alpha1.Team{}
