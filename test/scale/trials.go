@@ -63,7 +63,7 @@ func (b *bench) ourSubject(ctx context.Context, ns string) (subject, error) {
 			if b.seen.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sw) != nil {
 				return false
 			}
-			return sw.GetCondition(xpv2.TypeReady).Status == "True" && sw.GetCondition(xpv2.TypeSynced).Status == "True"
+			return readyAndSynced(sw)
 		},
 		kill:    b.stack.KillProvider,
 		restart: func(ctx context.Context) error { return b.stack.StartProvider(ctx) },
