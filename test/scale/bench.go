@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -140,7 +141,7 @@ func watching(ctx context.Context, cfg *rest.Config) (client.Reader, *firstReady
 	if err != nil {
 		return nil, nil, err
 	}
-	seen := &firstReady{at: map[types.UID]time.Time{}}
+	seen := &firstReady{at: map[types.UID]*milestones{}}
 	for _, o := range []client.Object{&v1alpha1.Team{}, &v1alpha1.EscalationPolicy{}, &v1alpha1.DeadmanSwitch{}, &v1alpha1.Integration{}} {
 		inf, err := c.GetInformer(ctx, o)
 		if err != nil {
@@ -175,28 +176,67 @@ func watching(ctx context.Context, cfg *rest.Config) (client.Reader, *firstReady
 // Synced: a time to Ready to the millisecond (a condition's
 // lastTransitionTime has whole seconds, too coarse for MRs Ready within one
 // or two), a little late rather than early (it includes the watch's lag).
+// It also keeps when the watch first showed the MR's external create
+// pending and succeeded, for the stages of a few MRs' time.
 type firstReady struct {
 	mu sync.Mutex
-	at map[types.UID]time.Time
+	at map[types.UID]*milestones
 }
 
-// see records obj's time if it is an MR Ready and Synced seen first now.
+// milestones are when the watch first showed an MR with its external create
+// pending, succeeded, and Ready and Synced.
+type milestones struct{ pending, succeeded, ready time.Time }
+
+// see records the milestones obj shows first now.
 func (f *firstReady) see(obj any) {
-	if mg, ok := obj.(resource.Managed); ok && readyAndSynced(mg) {
-		f.when(mg)
+	mg, ok := obj.(resource.Managed)
+	if !ok {
+		return
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.of(mg)
+	now := time.Now()
+	for _, s := range []struct {
+		t    *time.Time
+		seen bool
+	}{
+		{&m.pending, !meta.GetExternalCreatePending(mg).IsZero()},
+		{&m.succeeded, !meta.GetExternalCreateSucceeded(mg).IsZero()},
+		{&m.ready, readyAndSynced(mg)},
+	} {
+		if s.seen && s.t.IsZero() {
+			*s.t = now
+		}
+	}
+}
+
+// of is mg's milestones; f.mu is held.
+func (f *firstReady) of(mg resource.Managed) *milestones {
+	m, ok := f.at[mg.GetUID()]
+	if !ok {
+		m = &milestones{}
+		f.at[mg.GetUID()] = m
+	}
+	return m
 }
 
 // when is when mg was first seen Ready and Synced: now, if not before.
 func (f *firstReady) when(mg resource.Managed) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	t, ok := f.at[mg.GetUID()]
-	if !ok {
-		t = time.Now()
-		f.at[mg.GetUID()] = t
+	m := f.of(mg)
+	if m.ready.IsZero() {
+		m.ready = time.Now()
 	}
-	return t
+	return m.ready
+}
+
+// milestones is a copy of mg's milestones.
+func (f *firstReady) milestones(mg resource.Managed) milestones {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return *f.of(mg)
 }
 
 func readyAndSynced(mg resource.Managed) bool {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 )
 
 // noisy is the noisy-neighbour run: namespace A creates many MRs, some of
@@ -37,7 +36,7 @@ type noisy struct {
 	// Budget is the provider's --max-reconcile-rate.
 	Budget int `json:"reconcileBudget"`
 	// BAloneStages and BStages are where B's time went, alone and beside
-	// A: per kind, the latest second each stage was reached after B's
+	// A: per kind, the latest time (s, to the ms) each stage was reached after B's
 	// first create (stages).
 	BAloneStages string `json:"bAloneStages"`
 	BStages      string `json:"bBesideAStages"`
@@ -162,33 +161,32 @@ func (b *bench) noisy(ctx context.Context, aMRs int, unfair bool) (noisy, error)
 	return n, nil
 }
 
-// stages says where the time of ns's MRs went: per kind, the latest second
-// after start (1 s resolution, as the annotations and conditions keep it)
-// at which its MRs were created in the API server, had their external create
-// pending and succeeded, and turned Ready.
+// stages says where the time of ns's MRs went: per kind, the latest time
+// after start (to the millisecond, as the bench's watch first showed it) at
+// which its MRs had their external create pending and succeeded, and turned
+// Ready and Synced.
 func (b *bench) stages(ctx context.Context, ns string, start time.Time) (string, error) {
-	s := start.Truncate(time.Second)
 	after := func(t time.Time) float64 {
 		if t.IsZero() {
 			return -1
 		}
-		return max(0, t.Sub(s).Seconds())
+		return t.Sub(start).Seconds()
 	}
 	var parts []string
 	for _, l := range lists() {
 		if err := b.list(ctx, l, ns); err != nil {
 			return "", err
 		}
-		var created, pending, succeeded, ready float64
+		var pending, succeeded, ready float64
 		// NOTE: the cache's items carry no TypeMeta: the list's type names the kind.
 		kind := strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf("%T", l), "*v1alpha1."), "List")
 		for _, mg := range l.GetItems() {
-			created = max(created, after(mg.GetCreationTimestamp().Time))
-			pending = max(pending, after(meta.GetExternalCreatePending(mg)))
-			succeeded = max(succeeded, after(meta.GetExternalCreateSucceeded(mg)))
-			ready = max(ready, after(mg.GetCondition(xpv2.TypeReady).LastTransitionTime.Time))
+			m := b.readyAt.milestones(mg)
+			pending = max(pending, after(m.pending))
+			succeeded = max(succeeded, after(m.succeeded))
+			ready = max(ready, after(m.ready))
 		}
-		parts = append(parts, fmt.Sprintf("%s created %.0f pending %.0f created on the server %.0f Ready %.0f", kind, created, pending, succeeded, ready))
+		parts = append(parts, fmt.Sprintf("%s pending %.2f created on the server %.2f Ready %.2f", kind, pending, succeeded, ready))
 	}
 	return strings.Join(parts, "; "), nil
 }
