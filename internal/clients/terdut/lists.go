@@ -16,7 +16,8 @@ import (
 // write to the server through any of its clients drops every answer it
 // could change (a path that is a prefix of the write's, or below it) in
 // every view, whatever the write's outcome: a write answered 502 may have
-// been committed. So nothing of our own making is read stale; what others
+// been committed. A write within a team's policy, switches or integrations
+// leaves the list of teams alone (no team's answer holds them). So nothing of our own making is read stale; what others
 // change is seen once the answer is older than MaxAge.
 type listCache struct {
 	maxAge time.Duration
@@ -84,10 +85,34 @@ func (l *listCache) invalidatePath(path string) {
 	defer l.mu.Unlock()
 	for k := range l.entries {
 		_, p, _ := strings.Cut(k, "\x00")
-		if strings.HasPrefix(path, p) || strings.HasPrefix(p, path) {
+		if changes(path, p) {
 			delete(l.entries, k)
 		}
 	}
+}
+
+// childCollections are the parts of a team its answer (and the list of
+// teams) does not hold.
+var childCollections = map[string]bool{pathEscalation: true, strings.Split(pathDeadman, "/")[0]: true, pathIntegrations: true}
+
+// changes says whether a write to path w may change the answer of a GET of
+// path p: p is w or below it (w's object, or its whole team, is written or
+// deleted), or w is below p but not within a team's child collection, which
+// p's answer does not hold.
+func changes(w, p string) bool {
+	if strings.HasPrefix(p, w) {
+		return true
+	}
+	rest, below := strings.CutPrefix(w, p)
+	if !below {
+		return false
+	}
+	for seg := range strings.SplitSeq(rest, "/") {
+		if childCollections[seg] {
+			return false
+		}
+	}
+	return true
 }
 
 // put stores a fresh answer for path in view: the freshest the process has,

@@ -102,6 +102,54 @@ func TestTeamsFromOneList(t *testing.T) {
 	}
 }
 
+// TestATeamsChildWritesLeaveTheListOfTeams: creating a team's policy,
+// switches and integrations does not make the next team lookup list every
+// team again (at 5,000 MRs that was 2,410 lists of all teams while
+// creating); renaming, regrouping or deleting a team, or a new team, does.
+func TestATeamsChildWritesLeaveTheListOfTeams(t *testing.T) {
+	d, c, team := sharing(t, time.Hour)
+	lists := func() int { return d.Count("GET /api/teams") }
+	lookup := func() {
+		t.Helper()
+		if _, err := c.GetTeam(t.Context(), team); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lookup()
+	if err := c.PutEscalationPolicy(t.Context(), team, terdut.EscalationPolicy{RepeatCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateDeadmanSwitch(t.Context(), team, terdut.DeadmanSwitch{Matcher: "a=b", Timeout: "5m"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateIntegration(t.Context(), team, terdut.IntegrationAlertmanager, "prod"); err != nil {
+		t.Fatal(err)
+	}
+	lookup()
+	if n := lists(); n != 1 {
+		t.Errorf("team lookups around a policy, a switch and an integration listed the teams %d times, want 1", n)
+	}
+	for i, write := range []func() error{
+		func() error { return c.RenameTeam(t.Context(), team, "Platform 2") },
+		func() error { return c.SetOIDCGroups(t.Context(), team, terdut.OIDCGroups{MemberGroup: "m"}) },
+		func() error { _, err := c.CreateTeam(t.Context(), "Web"); return err },
+	} {
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+		lookup()
+		if n := lists(); n != 2+i {
+			t.Errorf("after team write %d the teams were listed %d times in all, want %d (the team's answer changed)", i+1, n, 2+i)
+		}
+	}
+	if err := c.DeleteTeam(t.Context(), team); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetTeam(t.Context(), team); !terdut.IsNotFound(err) {
+		t.Errorf("a deleted team is still found: %v", err)
+	}
+}
+
 // TestUsersSharedAmongKeys: the users are the same for every key, so one
 // answer serves every client of the server (every team's policies).
 func TestUsersSharedAmongKeys(t *testing.T) {
