@@ -149,7 +149,7 @@ func watching(ctx context.Context, cfg *rest.Config) (client.Reader, *firstReady
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    seen.see,
-			UpdateFunc: func(_, n any) { seen.see(n) },
+			UpdateFunc: func(_, n any) { seen.touched(n); seen.see(n) },
 		}); err != nil {
 			return nil, nil, err
 		}
@@ -183,9 +183,21 @@ type firstReady struct {
 	at map[types.UID]*milestones
 }
 
-// milestones are when the watch first showed an MR with its external create
-// pending, succeeded, and Ready and Synced.
-type milestones struct{ pending, succeeded, ready time.Time }
+// milestones are when the watch first showed an MR changed after its
+// create (the provider's first write: its references resolved), with its
+// external create pending, succeeded, and Ready and Synced.
+type milestones struct{ touched, pending, succeeded, ready time.Time }
+
+// touched records when obj was first seen changed.
+func (f *firstReady) touched(obj any) {
+	if mg, ok := obj.(resource.Managed); ok {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if m := f.of(mg); m.touched.IsZero() {
+			m.touched = time.Now()
+		}
+	}
+}
 
 // see records the milestones obj shows first now.
 func (f *firstReady) see(obj any) {

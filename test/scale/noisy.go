@@ -163,8 +163,8 @@ func (b *bench) noisy(ctx context.Context, aMRs int, unfair bool) (noisy, error)
 
 // stages says where the time of ns's MRs went: per kind, the latest time
 // after start (to the millisecond, as the bench's watch first showed it) at
-// which its MRs had their external create pending and succeeded, and turned
-// Ready and Synced.
+// which its MRs were first written by the provider, had their external
+// create pending and succeeded, and turned Ready and Synced.
 func (b *bench) stages(ctx context.Context, ns string, start time.Time) (string, error) {
 	after := func(t time.Time) float64 {
 		if t.IsZero() {
@@ -177,16 +177,17 @@ func (b *bench) stages(ctx context.Context, ns string, start time.Time) (string,
 		if err := b.list(ctx, l, ns); err != nil {
 			return "", err
 		}
-		var pending, succeeded, ready float64
+		var touched, pending, succeeded, ready float64
 		// NOTE: the cache's items carry no TypeMeta: the list's type names the kind.
 		kind := strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf("%T", l), "*v1alpha1."), "List")
 		for _, mg := range l.GetItems() {
 			m := b.readyAt.milestones(mg)
+			touched = max(touched, after(m.touched))
 			pending = max(pending, after(m.pending))
 			succeeded = max(succeeded, after(m.succeeded))
 			ready = max(ready, after(m.ready))
 		}
-		parts = append(parts, fmt.Sprintf("%s pending %.2f created on the server %.2f Ready %.2f", kind, pending, succeeded, ready))
+		parts = append(parts, fmt.Sprintf("%s first written %.2f pending %.2f created on the server %.2f Ready %.2f", kind, touched, pending, succeeded, ready))
 	}
 	return strings.Join(parts, "; "), nil
 }
