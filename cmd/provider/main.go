@@ -61,6 +61,7 @@ type flags struct {
 	pollStateMetric    time.Duration
 	maxReconcileRate   int
 	maxConcurrent      int
+	apiSeats           int
 	managementPolicies bool
 	safeStart          bool
 	changeLogs         bool
@@ -89,6 +90,7 @@ func parse(args []string) (flags, error) {
 	fs.DurationVar(&f.pollStateMetric, "poll-state-metric", 5*time.Second, "How often the managed resource state metrics are recorded.")
 	fs.IntVar(&f.maxReconcileRate, "max-reconcile-rate", 100, "Reconciles per second, at most, across all kinds (the Kubernetes client may send five times as many requests per second). At rest each MR needs one per --poll: 1,000 MRs at --poll=1m are 17 a second.")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", 10, "Reconciles of one kind at the same time (0: --max-reconcile-rate). terdut-server is protected by its own stated rate limit, which the provider follows.")
+	fs.IntVar(&f.apiSeats, "max-api-requests-in-flight", 8, "Requests to the Kubernetes API server at once, at most, but watches and leader election's (0: no limit); when all are taken, a freed one goes to the namespaces waiting in turns, so one namespace's burst holds another's requests back by one request, not by hundreds.")
 	fs.BoolVar(&f.managementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies (Observe-only import, orphaning).")
 	fs.BoolVar(&f.safeStart, "enable-safe-start", true, "Start each kind's controller only once its CRD is established.")
 	fs.BoolVar(&f.changeLogs, "enable-changelogs", false, "Send a change log entry for every create, update and delete to the changelogs socket.")
@@ -164,7 +166,7 @@ func run(f flags) error {
 		// controller-runtime is very verbose even at info level.
 		ctrl.SetLogger(logr.Discard())
 	}
-	log.Info("Starting", "version", version.Version, "poll", f.poll.String(), "max-reconcile-rate", f.maxReconcileRate, "max-concurrent-reconciles", f.maxConcurrent, "list-max-age", f.listMaxAge.String(), "min-poll-interval", f.minPoll.String(), "fair", !f.unfair, "naive", f.naive)
+	log.Info("Starting", "version", version.Version, "poll", f.poll.String(), "max-reconcile-rate", f.maxReconcileRate, "max-concurrent-reconciles", f.maxConcurrent, "max-api-requests-in-flight", f.apiSeats, "list-max-age", f.listMaxAge.String(), "min-poll-interval", f.minPoll.String(), "fair", !f.unfair, "naive", f.naive)
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -182,6 +184,9 @@ func run(f flags) error {
 		}
 	}
 	limited := ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate)
+	if f.apiSeats > 0 {
+		limited.Wrap(fair.NewSeats(f.apiSeats).Transport)
+	}
 	mgr, err := ctrl.NewManager(limited, ctrl.Options{
 		Scheme:                     scheme,
 		Cache:                      cacheOptions(f.sync),

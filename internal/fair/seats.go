@@ -1,0 +1,160 @@
+package fair
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Seats lets at most a fixed number of requests run at once and, when all
+// are taken, hands each seat freed to the tenant whose turn it is (the one
+// that waited longest for its turn; its oldest request first). So a tenant
+// with hundreds of requests waiting holds another's next request back by one
+// request, not by hundreds.
+//
+// NOTE: for the provider's requests to the Kubernetes API server. Without
+// it every reconcile's request goes at once, and on a busy API server each
+// request's time grows with how many run at once (they share its CPU): while
+// namespace A's 2,000 MRs were created, each of namespace B's few requests
+// waited behind A's, several times in a row on B's way to Ready. With 8
+// seats the many wait here, in turns, and each request that runs shares the
+// API server with a few others only. Measured (make bench-scale's noisy
+// neighbour, 2026-12-06): B's p95 to Ready beside A 2.9 s without, 2.0 to
+// 2.4 s with 8 seats; A all Ready in 50 s without, 50 to 59 s with; 5,000
+// MRs in one namespace all Ready in 131.5 s with (134.6 to 154.0 without).
+type Seats struct {
+	mu      sync.Mutex
+	free    int
+	waiting map[string][]chan struct{}
+	turns   []string
+}
+
+// NewSeats returns n seats (at least one).
+func NewSeats(n int) *Seats {
+	return &Seats{free: max(n, 1), waiting: map[string][]chan struct{}{}}
+}
+
+// Take waits for a seat for tenant, and returns the function that frees
+// it; or ctx's error if ctx ends first.
+func (s *Seats) Take(ctx context.Context, tenant string) (release func(), err error) {
+	s.mu.Lock()
+	if s.free > 0 {
+		s.free--
+		s.mu.Unlock()
+		return s.once(), nil
+	}
+	ch := make(chan struct{})
+	if len(s.waiting[tenant]) == 0 {
+		s.turns = append(s.turns, tenant)
+	}
+	s.waiting[tenant] = append(s.waiting[tenant], ch)
+	s.mu.Unlock()
+
+	select {
+	case <-ch:
+		return s.once(), nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.drop(tenant, ch) {
+			// Handed a seat meanwhile: pass it on.
+			s.give()
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// once frees a seat the first time it is called.
+func (s *Seats) once() func() {
+	var o sync.Once
+	return func() {
+		o.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.give()
+		})
+	}
+}
+
+// give hands a freed seat to the next waiter, if any; s.mu is held.
+func (s *Seats) give() {
+	if len(s.turns) == 0 {
+		s.free++
+		return
+	}
+	t := s.turns[0]
+	s.turns = s.turns[1:]
+	w := s.waiting[t]
+	close(w[0])
+	if len(w) == 1 {
+		delete(s.waiting, t)
+		return
+	}
+	s.waiting[t] = w[1:]
+	s.turns = append(s.turns, t)
+}
+
+// drop takes ch out of tenant's waiters; false if it is not there (it was
+// handed a seat). s.mu is held.
+func (s *Seats) drop(tenant string, ch chan struct{}) bool {
+	w := s.waiting[tenant]
+	for i := range w {
+		if w[i] != ch {
+			continue
+		}
+		w = append(w[:i:i], w[i+1:]...)
+		if len(w) > 0 {
+			s.waiting[tenant] = w
+			return true
+		}
+		delete(s.waiting, tenant)
+		for j, t := range s.turns {
+			if t == tenant {
+				s.turns = append(s.turns[:j:j], s.turns[j+1:]...)
+				break
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Transport seats each request to the Kubernetes API server but the
+// long-running ones (watches) and the leader election's (a lease renewal
+// must never wait behind a burst), by the namespace in its path (""
+// for a cluster-scoped one).
+func (s *Seats) Transport(rt http.RoundTripper) http.RoundTripper {
+	return seated{seats: s, next: rt}
+}
+
+type seated struct {
+	seats *Seats
+	next  http.RoundTripper
+}
+
+func (t seated) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Query().Get("watch") == "true" || strings.HasPrefix(r.URL.Path, "/apis/coordination.k8s.io/") {
+		return t.next.RoundTrip(r)
+	}
+	release, err := t.seats.Take(r.Context(), NamespaceOf(r.URL.Path))
+	if err != nil {
+		return nil, err
+	}
+	// NOTE: freed once the answer's head is in: the API server has done
+	// the request's work by then (the body of one object, or a page of a
+	// list, is read from the connection here).
+	defer release()
+	return t.next.RoundTrip(r)
+}
+
+// NamespaceOf is the namespace of an API server path
+// (/api/v1/namespaces/NS/... or /apis/G/V/namespaces/NS/...): "" if none.
+func NamespaceOf(path string) string {
+	_, rest, ok := strings.Cut(path, "/namespaces/")
+	if !ok {
+		return ""
+	}
+	ns, _, _ := strings.Cut(rest, "/")
+	return ns
+}

@@ -1,0 +1,190 @@
+package fair
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// queued is how many wait for a seat.
+func (s *Seats) queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, w := range s.waiting {
+		n += len(w)
+	}
+	return n
+}
+
+// waitQueued waits until n wait for a seat.
+func waitQueued(t *testing.T, s *Seats, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.queued() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d wait for a seat, want %d", s.queued(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestABurstHoldsAnotherNamespaceBackByOneRequest: namespace a holds the
+// seat and has 200 more requests waiting when b's 3 come; b's are among the
+// next 6 seated (turns), not after a's 200.
+func TestABurstHoldsAnotherNamespaceBackByOneRequest(t *testing.T) {
+	s := NewSeats(1)
+	ctx := context.Background()
+	held, err := s.Take(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seat struct {
+		ns      string
+		release func()
+	}
+	seated := make(chan seat)
+	take := func(ns string) {
+		go func() {
+			r, err := s.Take(ctx, ns)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			seated <- seat{ns, r}
+		}()
+	}
+	for i := range 200 {
+		take("a")
+		waitQueued(t, s, i+1)
+	}
+	for i := range 3 {
+		take("b")
+		waitQueued(t, s, 201+i)
+	}
+	// One seat: each is seated only once the one before is released, so
+	// the order received is the order seated.
+	held()
+	var order []string
+	lastB := -1
+	for i := range 203 {
+		st := <-seated
+		order = append(order, st.ns)
+		if st.ns == "b" {
+			lastB = i
+		}
+		st.release()
+	}
+	if lastB < 0 || lastB >= 6 {
+		t.Errorf("b's last request was seated %d-th of %d, want within the first 6 (%v)", lastB+1, len(order), order[:10])
+	}
+	if f := s.freeNow(); f != 1 {
+		t.Errorf("%d seats free after all were released, want 1", f)
+	}
+}
+
+// TestAWaiterThatGivesUpLosesNoSeat: a request whose context ends while it
+// waits returns its error and leaves the seats as they were, even when it
+// was handed one at the same moment.
+func TestAWaiterThatGivesUpLosesNoSeat(t *testing.T) {
+	s := NewSeats(1)
+	release, err := s.Take(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := s.Take(ctx, "b")
+		done <- err
+	}()
+	waitQueued(t, s, 1)
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a waiter whose context ended got a seat")
+	}
+	release()
+	release() // a second call frees nothing more
+	if s.free != 1 || s.queued() != 0 || len(s.turns) != 0 {
+		t.Errorf("free %d, waiting %d, turns %v; want 1, 0, none", s.free, s.queued(), s.turns)
+	}
+
+	// Handed a seat and cancelled at once: the seat goes back.
+	for range 100 {
+		release, _ := s.Take(context.Background(), "a")
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(time.Duration(time.Now().UnixNano()%3) * time.Microsecond); cancel() }()
+		go release()
+		if r, err := s.Take(ctx, "b"); err == nil {
+			r()
+		}
+		cancel()
+		deadline := time.Now().Add(time.Second)
+		for s.freeNow() != 1 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if f := s.freeNow(); f != 1 {
+			t.Fatalf("free %d after a race of a release and a cancel, want 1", f)
+		}
+	}
+}
+
+func (s *Seats) freeNow() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.free
+}
+
+// TestTheTransportSeatsAllButWatchesAndLeases: with the one seat held, a
+// watch and a lease renewal go through; a namespace's GET waits.
+func TestTheTransportSeatsAllButWatchesAndLeases(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served.Add(1) }))
+	defer srv.Close()
+	s := NewSeats(1)
+	c := &http.Client{Transport: s.Transport(http.DefaultTransport)}
+	release, _ := s.Take(context.Background(), "x")
+	for _, p := range []string{
+		"/apis/terdut.crossplane.io/v1alpha1/teams?watch=true",
+		"/apis/coordination.k8s.io/v1/namespaces/crossplane-system/leases/l",
+	} {
+		resp, err := c.Get(srv.URL + p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		_ = resp.Body.Close()
+	}
+	got := make(chan struct{})
+	go func() {
+		defer close(got)
+		resp, err := c.Get(srv.URL + "/api/v1/namespaces/team-b/secrets/s")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	waitQueued(t, s, 1)
+	if s.turns[0] != "team-b" {
+		t.Errorf("the GET waits as %q, want team-b", s.turns[0])
+	}
+	release()
+	<-got
+	if served.Load() != 3 {
+		t.Errorf("%d requests served, want 3", served.Load())
+	}
+}
+
+func TestNamespaceOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/a/secrets/s":                                            "a",
+		"/apis/terdut.crossplane.io/v1alpha1/namespaces/b/teams":                    "b",
+		"/api/v1/namespaces/c":                                                      "c",
+		"/apis/terdut.crossplane.io/v1alpha1/clusterproviderconfigs/default/status": "",
+	} {
+		if got := NamespaceOf(path); got != want {
+			t.Errorf("NamespaceOf(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
