@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -250,7 +251,14 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			return managed.ExternalCreation{}, errors.Wrap(err, errDeleteIntegration)
 		}
 	}
-	kept, err := e.confirmInterrupted(ctx, cr, teamID)
+	// NOTE: the Secret is read once, past the cache, and then known: only
+	// this Create writes it until it returns (each write below hands on
+	// what the API server stored).
+	s, err := e.secret(ctx, e.read(), cr)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	kept, err := e.confirmInterrupted(ctx, cr, teamID, s)
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
@@ -262,7 +270,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 		generic.SetExternalID(cr, kept.ID)
 		return managed.ExternalCreation{}, nil
 	}
-	if err := e.deleteOrphan(ctx, cr, teamID); err != nil {
+	if err := e.deleteOrphan(ctx, cr, teamID, s); err != nil {
 		return managed.ExternalCreation{}, err
 	}
 	in, adopted, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.Integration]{
@@ -273,9 +281,11 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			// Secret the server would refuse (or one another object
 			// controls) fails here, before a key exists that nobody
 			// could hold.
-			if err := e.writeSecret(ctx, cr, map[string]string{AnnotationCreating: e.clock().UTC().Format(time.RFC3339), AnnotationCreatingName: p.Name}, nil); err != nil {
+			marked, err := e.writeSecretOver(ctx, cr, s, map[string]string{AnnotationCreating: e.clock().UTC().Format(time.RFC3339), AnnotationCreatingName: p.Name}, nil)
+			if err != nil {
 				return nil, errors.Wrapf(err, errPrepareSecret, secretName(cr))
 			}
+			s = marked
 			return e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
 		},
 		ID:        func(in *terdut.Integration) int64 { return in.ID },
@@ -290,7 +300,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 		generic.SetExternalID(cr, in.ID)
 		return managed.ExternalCreation{}, nil
 	}
-	if err := e.keep(ctx, cr, teamID, in); err != nil {
+	if err := e.keep(ctx, cr, teamID, in, s); err != nil {
 		return managed.ExternalCreation{}, err
 	}
 	switch {
@@ -311,10 +321,11 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 // Create reads only fresh lists, and when they show nothing of its name it
 // waits (Absence) before it POSTs: a list can omit what exists, and a
 // second integration would leave a live key nobody holds.
-func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integration, teamID int64) (*terdut.Integration, error) {
-	s, err := e.secret(ctx, e.read(), cr)
-	if err != nil || s == nil {
-		return nil, err
+//
+// s is the connection Secret (nil: none).
+func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integration, teamID int64, s *corev1.Secret) (*terdut.Integration, error) {
+	if s == nil {
+		return nil, nil //nolint:nilnil // No Secret: nothing was interrupted.
 	}
 	// NOTE: interrupted is a create the Secret shows (marked "creating",
 	// or holding the key of an integration the MR did not record: a kind

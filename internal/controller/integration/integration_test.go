@@ -437,3 +437,40 @@ func TestDelete(t *testing.T) {
 		})
 	}
 }
+
+// secretReads counts the connection Secret's reads past the cache.
+type secretReads struct {
+	client.Reader
+	n int
+}
+
+func (r *secretReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, o ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok {
+		r.n++
+	}
+	return r.Reader.Get(ctx, key, obj, o...)
+}
+
+// TestCreateReadsTheSecretOnce: a new integration's Create reads its
+// connection Secret once past the cache (it read it four times: for an
+// interrupted create, for an orphan, before marking it and before writing
+// the key; 5,000 reads of the API server at 5,000 MRs), and still leaves
+// the url and key in it.
+func TestCreateReadsTheSecretOnce(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	k := kube(t)
+	reads := &secretReads{Reader: k}
+	e := &external{api: f.Client, kube: k, reader: reads, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	cr := integ(teamID)
+	if _, err := e.Create(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if reads.n != 1 {
+		t.Errorf("Create read the connection Secret %d times past the cache, want 1", reads.n)
+	}
+	s := getSecret(t, k)
+	if s.Annotations[AnnotationIntegrationID] != meta.GetExternalName(cr) || len(s.Data[SecretKeyKey]) == 0 || s.Annotations[AnnotationCreating] != "" {
+		t.Errorf("the Secret after Create: annotations %v, %d bytes of key; want the integration's ID, its key, no creating mark", s.Annotations, len(s.Data[SecretKeyKey]))
+	}
+}

@@ -39,10 +39,9 @@ const orphanClockAllowance = time.Minute
 // key of the integration of the MR's name. Nobody holds that key, so
 // deleting it breaks nothing, and adopting it would leave the MR without a
 // key.
-func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, teamID int64) error {
-	s, err := e.secret(ctx, e.read(), cr)
-	if err != nil || s == nil || s.Annotations[AnnotationCreating] == "" {
-		return err
+func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, teamID int64, s *corev1.Secret) error {
+	if s == nil || s.Annotations[AnnotationCreating] == "" {
+		return nil
 	}
 	marked, err := time.Parse(time.RFC3339, s.Annotations[AnnotationCreating])
 	if err != nil || e.clock().Sub(marked) > OrphanWindow {
@@ -75,9 +74,10 @@ func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, t
 // keep writes a just-created integration's url and key to the connection
 // Secret. If that fails, the integration is deleted again: nobody holds its
 // key. If even that fails, its ID is recorded so the loss is reported
-// (WebhookSecretLost) rather than the integration leaked.
-func (e *external) keep(ctx context.Context, cr *v1alpha1.Integration, teamID int64, in *terdut.Integration) error {
-	err := e.writeSecret(ctx, cr, map[string]string{AnnotationIntegrationID: generic.FormatID(in.ID)}, details(in))
+// (WebhookSecretLost) rather than the integration leaked. cur is the
+// Secret as Create last wrote it.
+func (e *external) keep(ctx context.Context, cr *v1alpha1.Integration, teamID int64, in *terdut.Integration, cur *corev1.Secret) error {
+	_, err := e.writeSecretOver(ctx, cr, cur, map[string]string{AnnotationIntegrationID: generic.FormatID(in.ID)}, details(in))
 	if err == nil {
 		return nil
 	}
@@ -88,28 +88,24 @@ func (e *external) keep(ctx context.Context, cr *v1alpha1.Integration, teamID in
 	return errors.Wrapf(err, errWriteSecret, secretName(cr), in.ID)
 }
 
-// writeSecret replaces the connection Secret's annotations (plus the one
-// naming the MR) and data, if the Secret is the MR's to write. It reads
-// past the cache: Create writes it twice in a row.
-func (e *external) writeSecret(ctx context.Context, cr *v1alpha1.Integration, annotations map[string]string, data map[string][]byte) error {
+// writeSecretOver replaces the connection Secret cur (nil: there is none)
+// with the annotations (plus the one naming the MR) and data, if the Secret
+// is the MR's to write, and returns it as the API server stored it.
+func (e *external) writeSecretOver(ctx context.Context, cr *v1alpha1.Integration, cur *corev1.Secret, annotations map[string]string, data map[string][]byte) (*corev1.Secret, error) {
 	want := resource.LocalConnectionSecretFor(cr, v1alpha1.IntegrationGroupVersionKind)
 	want.Annotations = annotations
 	want.Annotations[AnnotationIntegration] = cr.GetName()
 	want.Data = data
-	cur, err := e.secret(ctx, e.read(), cr)
-	if err != nil {
-		return err
-	}
 	if cur == nil {
 		generic.OwnSecret(want)
-		return e.kube.Create(ctx, want)
+		return want, e.kube.Create(ctx, want)
 	}
 	if err := resource.ConnectionSecretMustBeControllableBy(cr.GetUID())(ctx, cur, want); err != nil {
-		return err
+		return nil, err
 	}
 	want.ResourceVersion, want.Labels = cur.ResourceVersion, cur.Labels
 	generic.OwnSecret(want)
-	return e.kube.Update(ctx, want)
+	return want, e.kube.Update(ctx, want)
 }
 
 // secret is the connection Secret as r reads it; nil when there is none.
