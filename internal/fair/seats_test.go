@@ -68,7 +68,7 @@ func TestABurstHoldsAnotherNamespaceBackByOneRequest(t *testing.T) {
 	// One seat: each is seated only once the one before is released, so
 	// the order received is the order seated.
 	held()
-	var order []string
+	order := make([]string, 0, 203)
 	lastB := -1
 	for i := range 203 {
 		st := <-seated
@@ -142,7 +142,7 @@ func (s *Seats) freeNow() int {
 // watch and a lease renewal go through; a namespace's GET waits.
 func TestTheTransportSeatsAllButWatchesAndLeases(t *testing.T) {
 	var served atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served.Add(1) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served.Add(1) }))
 	defer srv.Close()
 	s := NewSeats(1)
 	c := &http.Client{Transport: s.Transport(http.DefaultTransport)}
@@ -151,7 +151,7 @@ func TestTheTransportSeatsAllButWatchesAndLeases(t *testing.T) {
 		"/apis/terdut.crossplane.io/v1alpha1/teams?watch=true",
 		"/apis/coordination.k8s.io/v1/namespaces/crossplane-system/leases/l",
 	} {
-		resp, err := c.Get(srv.URL + p)
+		resp, err := get(t, c, srv.URL+p)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -160,7 +160,7 @@ func TestTheTransportSeatsAllButWatchesAndLeases(t *testing.T) {
 	got := make(chan struct{})
 	go func() {
 		defer close(got)
-		resp, err := c.Get(srv.URL + "/api/v1/namespaces/team-b/secrets/s")
+		resp, err := get(t, c, srv.URL+"/api/v1/namespaces/team-b/secrets/s")
 		if err == nil {
 			_ = resp.Body.Close()
 		}
@@ -174,6 +174,15 @@ func TestTheTransportSeatsAllButWatchesAndLeases(t *testing.T) {
 	if served.Load() != 3 {
 		t.Errorf("%d requests served, want 3", served.Load())
 	}
+}
+
+func get(t *testing.T, c *http.Client, url string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.Do(req)
 }
 
 func TestNamespaceOf(t *testing.T) {

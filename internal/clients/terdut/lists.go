@@ -91,9 +91,11 @@ func (l *listCache) invalidatePath(path string) {
 	}
 }
 
-// childCollections are the parts of a team its answer (and the list of
-// teams) does not hold.
-var childCollections = map[string]bool{pathEscalation: true, strings.Split(pathDeadman, "/")[0]: true, pathIntegrations: true}
+// childCollection says whether seg names a part of a team its answer (and
+// the list of teams) does not hold.
+func childCollection(seg string) bool {
+	return seg == pathEscalation || seg == pathIntegrations || seg == strings.Split(pathDeadman, "/")[0]
+}
 
 // changes says whether a write to path w may change the answer of a GET of
 // path p: p is w or below it (w's object, or its whole team, is written or
@@ -108,7 +110,7 @@ func changes(w, p string) bool {
 		return false
 	}
 	for seg := range strings.SplitSeq(rest, "/") {
-		if childCollections[seg] {
+		if childCollection(seg) {
 			return false
 		}
 	}
