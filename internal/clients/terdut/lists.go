@@ -17,8 +17,9 @@ import (
 // could change (a path that is a prefix of the write's, or below it) in
 // every view, whatever the write's outcome: a write answered 502 may have
 // been committed. A write within a team's policy, switches or integrations
-// leaves the list of teams alone (no team's answer holds them). So nothing of our own making is read stale; what others
-// change is seen once the answer is older than MaxAge.
+// leaves the list of teams alone (no team's answer holds them). So nothing
+// of our own making is read stale; what others change is seen once the
+// answer is older than MaxAge.
 type listCache struct {
 	maxAge time.Duration
 	now    func() time.Time
