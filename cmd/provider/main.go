@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
@@ -185,7 +186,9 @@ func run(f flags) error {
 	}
 	limited := ratelimiter.LimitRESTConfig(cfg, f.maxReconcileRate)
 	if f.apiSeats > 0 {
-		limited.Wrap(fair.NewSeats(f.apiSeats).Transport)
+		seats := fair.NewSeats(f.apiSeats)
+		limited.Wrap(seats.Transport)
+		metrics.Registry.MustRegister(seatsMetrics(seats)...)
 	}
 	mgr, err := ctrl.NewManager(limited, ctrl.Options{
 		Scheme:                     scheme,
@@ -318,6 +321,21 @@ func newClient(cfg *rest.Config, o client.Options) (client.Client, error) {
 		return nil, err
 	}
 	return generic.SecretsPastTheCache(cached, direct), nil
+}
+
+// seatsMetrics say how many of the provider's requests to the API server
+// run and how many wait for a seat (--max-api-requests-in-flight).
+func seatsMetrics(s *fair.Seats) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "provider_terdut_api_requests_in_flight",
+			Help: "The provider's requests to the Kubernetes API server running now (at most --max-api-requests-in-flight; watches and leases aside).",
+		}, func() float64 { taken, _ := s.Counts(); return float64(taken) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "provider_terdut_api_requests_waiting",
+			Help: "The provider's requests to the Kubernetes API server waiting for one of the --max-api-requests-in-flight (the namespaces take the free ones in turns).",
+		}, func() float64 { _, waiting := s.Counts(); return float64(waiting) }),
+	}
 }
 
 // profiles are Go's pprof handlers, if on.

@@ -3,6 +3,10 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 )
 
 func TestParse(t *testing.T) {
@@ -17,5 +21,38 @@ func TestParse(t *testing.T) {
 	}
 	if _, err = parse([]string{"--leader-election-lease-duration=10s", "--leader-election-renew-deadline=10s"}); err == nil {
 		t.Error("a renew deadline as long as the lease was accepted")
+	}
+}
+
+// TestSeatsMetrics: an SRE sees how many of the provider's requests to the
+// API server run and how many wait for a seat.
+func TestSeatsMetrics(t *testing.T) {
+	if f, _ := parse(nil); f.apiSeats != 8 {
+		t.Errorf("--max-api-requests-in-flight defaults to %d, want 8", f.apiSeats)
+	}
+	s := fair.NewSeats(1)
+	release, err := s.Take(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{})
+	go func() {
+		defer close(waiting)
+		if r, err := s.Take(t.Context(), "b"); err == nil {
+			r()
+		}
+	}()
+	m := seatsMetrics(s)
+	deadline := time.Now().Add(5 * time.Second)
+	for testutil.ToFloat64(m[1]) != 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if in, w := testutil.ToFloat64(m[0]), testutil.ToFloat64(m[1]); in != 1 || w != 1 {
+		t.Errorf("in flight %v, waiting %v; want 1, 1", in, w)
+	}
+	release()
+	<-waiting
+	if in, w := testutil.ToFloat64(m[0]), testutil.ToFloat64(m[1]); in != 0 || w != 0 {
+		t.Errorf("after both: in flight %v, waiting %v; want 0, 0", in, w)
 	}
 }

@@ -166,6 +166,9 @@ func TestTheTransportSeatsAllButWatchesAndLeases(t *testing.T) {
 		}
 	}()
 	waitQueued(t, s, 1)
+	if taken, waiting := s.Counts(); taken != 1 || waiting != 1 {
+		t.Errorf("Counts() = %d taken, %d waiting; want 1, 1", taken, waiting)
+	}
 	if s.turns[0] != "team-b" {
 		t.Errorf("the GET waits as %q, want team-b", s.turns[0])
 	}
