@@ -153,8 +153,8 @@ func (t seated) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	// NOTE: freed once the answer's head is in: the API server has done
-	// the request's work by then (the body of one object, or a page of a
-	// list, is read from the connection here).
+	// the request's work by then (the caller reads the body, one object
+	// or a page of a list, after the seat is free).
 	defer release()
 	return t.next.RoundTrip(r)
 }
