@@ -148,7 +148,7 @@ func (t seated) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Query().Get("watch") == "true" || strings.HasPrefix(r.URL.Path, "/apis/coordination.k8s.io/") {
 		return t.next.RoundTrip(r)
 	}
-	release, err := t.seats.Take(r.Context(), NamespaceOf(r.URL.Path))
+	release, err := t.seats.Take(r.Context(), namespaceOf(r.URL.Path))
 	if err != nil {
 		return nil, err
 	}
@@ -159,9 +159,9 @@ func (t seated) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-// NamespaceOf is the namespace of an API server path
+// namespaceOf is the namespace of an API server path
 // (/api/v1/namespaces/NS/... or /apis/G/V/namespaces/NS/...): "" if none.
-func NamespaceOf(path string) string {
+func namespaceOf(path string) string {
 	_, rest, ok := strings.Cut(path, "/namespaces/")
 	if !ok {
 		return ""

@@ -9,24 +9,18 @@ import (
 	"time"
 )
 
-// queued is how many wait for a seat.
-func (s *Seats) queued() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, w := range s.waiting {
-		n += len(w)
-	}
-	return n
-}
+// queued is how many wait for a seat; free how many seats are free.
+func queued(s *Seats) int { _, w := s.Counts(); return w }
+
+func free(s *Seats) int { taken, _ := s.Counts(); return s.n - taken }
 
 // waitQueued waits until n wait for a seat.
 func waitQueued(t *testing.T, s *Seats, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for s.queued() != n {
+	for queued(s) != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d wait for a seat, want %d", s.queued(), n)
+			t.Fatalf("%d wait for a seat, want %d", queued(s), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -81,7 +75,7 @@ func TestABurstHoldsAnotherNamespaceBackByOneRequest(t *testing.T) {
 	if lastB < 0 || lastB >= 6 {
 		t.Errorf("b's last request was seated %d-th of %d, want within the first 6 (%v)", lastB+1, len(order), order[:10])
 	}
-	if f := s.freeNow(); f != 1 {
+	if f := free(s); f != 1 {
 		t.Errorf("%d seats free after all were released, want 1", f)
 	}
 }
@@ -108,8 +102,8 @@ func TestAWaiterThatGivesUpLosesNoSeat(t *testing.T) {
 	}
 	release()
 	release() // a second call frees nothing more
-	if s.free != 1 || s.queued() != 0 || len(s.turns) != 0 {
-		t.Errorf("free %d, waiting %d, turns %v; want 1, 0, none", s.free, s.queued(), s.turns)
+	if free(s) != 1 || queued(s) != 0 || len(s.turns) != 0 {
+		t.Errorf("free %d, waiting %d, turns %v; want 1, 0, none", free(s), queued(s), s.turns)
 	}
 
 	// Handed a seat and cancelled at once: the seat goes back.
@@ -123,19 +117,13 @@ func TestAWaiterThatGivesUpLosesNoSeat(t *testing.T) {
 		}
 		cancel()
 		deadline := time.Now().Add(time.Second)
-		for s.freeNow() != 1 && time.Now().Before(deadline) {
+		for free(s) != 1 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		if f := s.freeNow(); f != 1 {
+		if f := free(s); f != 1 {
 			t.Fatalf("free %d after a race of a release and a cancel, want 1", f)
 		}
 	}
-}
-
-func (s *Seats) freeNow() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.free
 }
 
 // TestTheTransportSeatsAllButWatchesAndLeases: with the one seat held, a
@@ -188,15 +176,15 @@ func get(t *testing.T, c *http.Client, url string) (*http.Response, error) {
 	return c.Do(req)
 }
 
-func TestNamespaceOf(t *testing.T) {
+func TestTheNamespaceOfAPath(t *testing.T) {
 	for path, want := range map[string]string{
 		"/api/v1/namespaces/a/secrets/s":                                            "a",
 		"/apis/terdut.crossplane.io/v1alpha1/namespaces/b/teams":                    "b",
 		"/api/v1/namespaces/c":                                                      "c",
 		"/apis/terdut.crossplane.io/v1alpha1/clusterproviderconfigs/default/status": "",
 	} {
-		if got := NamespaceOf(path); got != want {
-			t.Errorf("NamespaceOf(%q) = %q, want %q", path, got, want)
+		if got := namespaceOf(path); got != want {
+			t.Errorf("namespaceOf(%q) = %q, want %q", path, got, want)
 		}
 	}
 }

@@ -148,8 +148,8 @@ func watching(ctx context.Context, cfg *rest.Config) (client.Reader, *firstReady
 			return nil, nil, err
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    seen.see,
-			UpdateFunc: func(_, n any) { seen.touched(n); seen.see(n) },
+			AddFunc:    func(o any) { seen.see(o, false) },
+			UpdateFunc: func(_, n any) { seen.see(n, true) },
 		}); err != nil {
 			return nil, nil, err
 		}
@@ -188,19 +188,9 @@ type firstReady struct {
 // external create pending, succeeded, and Ready and Synced.
 type milestones struct{ touched, pending, succeeded, ready time.Time }
 
-// touched records when obj was first seen changed.
-func (f *firstReady) touched(obj any) {
-	if mg, ok := obj.(resource.Managed); ok {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if m := f.of(mg); m.touched.IsZero() {
-			m.touched = time.Now()
-		}
-	}
-}
-
-// see records the milestones obj shows first now.
-func (f *firstReady) see(obj any) {
+// see records the milestones obj shows first now; changed says the watch
+// delivered it as an update (the provider wrote it).
+func (f *firstReady) see(obj any, changed bool) {
 	mg, ok := obj.(resource.Managed)
 	if !ok {
 		return
@@ -213,6 +203,7 @@ func (f *firstReady) see(obj any) {
 		t    *time.Time
 		seen bool
 	}{
+		{&m.touched, changed},
 		{&m.pending, !meta.GetExternalCreatePending(mg).IsZero()},
 		{&m.succeeded, !meta.GetExternalCreateSucceeded(mg).IsZero()},
 		{&m.ready, readyAndSynced(mg)},
