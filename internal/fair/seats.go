@@ -133,8 +133,13 @@ func (s *Seats) drop(tenant string, ch chan struct{}) bool {
 
 // Transport seats each request to the Kubernetes API server but the
 // long-running ones (watches) and the leader election's (a lease renewal
-// must never wait behind a burst), by the namespace in its path (""
-// for a cluster-scoped one).
+// must never wait behind a burst), as the tenant its context carries (the
+// reconciled MR's namespace, see WithTenant), else as the namespace in its
+// path ("" for a cluster-scoped one).
+//
+// NOTE: by the context first: a reconcile also writes in the provider's own
+// namespace (team keys), and as that namespace every tenant's team keys
+// would wait in one line, a newcomer's behind a burst's hundreds.
 func (s *Seats) Transport(rt http.RoundTripper) http.RoundTripper {
 	return seated{seats: s, next: rt}
 }
@@ -148,7 +153,11 @@ func (t seated) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Query().Get("watch") == "true" || strings.HasPrefix(r.URL.Path, "/apis/coordination.k8s.io/") {
 		return t.next.RoundTrip(r)
 	}
-	release, err := t.seats.Take(r.Context(), namespaceOf(r.URL.Path))
+	tenant := TenantOf(r.Context())
+	if tenant == "" {
+		tenant = namespaceOf(r.URL.Path)
+	}
+	release, err := t.seats.Take(r.Context(), tenant)
 	if err != nil {
 		return nil, err
 	}

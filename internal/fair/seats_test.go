@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -167,9 +169,53 @@ func TestTheTransportSeatsAllButWatchesAndLeases(t *testing.T) {
 	}
 }
 
+// TestTeamKeysWaitAsTheirTenant: every tenant's team keys are written in
+// the provider's own namespace. a's 50 key writes wait there when b's one
+// comes: b's is served within the next 2, as b's, not after a's 50.
+func TestTeamKeysWaitAsTheirTenant(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, r.URL.Query().Get("from"))
+	}))
+	defer srv.Close()
+	s := NewSeats(1)
+	c := &http.Client{Transport: s.Transport(http.DefaultTransport)}
+	held, _ := s.Take(t.Context(), "x")
+	var wg sync.WaitGroup
+	send := func(tenant string) {
+		wg.Go(func() {
+			ctx := WithTenant(t.Context(), tenant)
+			resp, err := getCtx(ctx, c, srv.URL+"/api/v1/namespaces/crossplane-system/secrets/team-key?from="+tenant)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = resp.Body.Close()
+		})
+	}
+	for i := range 50 {
+		send("a")
+		waitQueued(t, s, i+1)
+	}
+	send("b")
+	waitQueued(t, s, 51)
+	held()
+	wg.Wait()
+	if i := slices.Index(order, "b"); i < 0 || i >= 2 {
+		t.Errorf("b's key write was served %d-th of %d, want within the first 2", i+1, len(order))
+	}
+}
+
 func get(t *testing.T, c *http.Client, url string) (*http.Response, error) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	return getCtx(t.Context(), c, url)
+}
+
+func getCtx(ctx context.Context, c *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
