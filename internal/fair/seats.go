@@ -8,32 +8,37 @@ import (
 )
 
 // Seats lets at most a fixed number of requests run at once and, when all
-// are taken, hands each seat freed to the tenant whose turn it is (the one
-// that waited longest for its turn; its oldest request first). So a tenant
-// with hundreds of requests waiting holds another's next request back by one
-// request, not by hundreds.
+// are taken, hands each seat freed to the waiting tenant that holds the
+// fewest seats (of those, the one that waited longest for its turn; its
+// oldest request first). So a tenant with hundreds of requests waiting
+// holds another's next request back by one request, not by hundreds, and a
+// tenant with a few requests has them seated at once beside a burst, up to
+// an equal share of the seats.
 //
 // NOTE: for the provider's requests to the Kubernetes API server. Without
 // it every reconcile's request goes at once, and on a busy API server each
 // request's time grows with how many run at once (they share its CPU): while
 // namespace A's 2,000 MRs were created, each of namespace B's few requests
 // waited behind A's, several times in a row on B's way to Ready. With 8
-// seats the many wait here, in turns, and each request that runs shares the
-// API server with a few others only. Measured (make bench-scale's noisy
+// seats the many wait here, and each request that runs shares the API
+// server with a few others only. Measured (make bench-scale's noisy
 // neighbour, 2026-12-06): B's p95 to Ready beside A 2.9 s without, 2.0 to
-// 2.4 s with 8 seats; A all Ready in 50 s without, 50 to 59 s with; 5,000
-// MRs in one namespace all Ready in 131.5 s with (134.6 to 154.0 without).
+// 2.4 s with 8 seats taken in turns; A all Ready in 50 s without, 50 to 59 s
+// with; 5,000 MRs in one namespace all Ready in 131.5 s with (134.6 to 154.0
+// without). In turns, B's requests had every other seat freed while A held
+// the rest; the fewest-held tenant first seats them at once.
 type Seats struct {
 	mu      sync.Mutex
 	n       int
 	free    int
+	held    map[string]int
 	waiting map[string][]chan struct{}
 	turns   []string
 }
 
 // NewSeats returns n seats (at least one).
 func NewSeats(n int) *Seats {
-	return &Seats{n: max(n, 1), free: max(n, 1), waiting: map[string][]chan struct{}{}}
+	return &Seats{n: max(n, 1), free: max(n, 1), held: map[string]int{}, waiting: map[string][]chan struct{}{}}
 }
 
 // Counts are how many requests hold a seat and how many wait for one.
@@ -52,8 +57,9 @@ func (s *Seats) Take(ctx context.Context, tenant string) (release func(), err er
 	s.mu.Lock()
 	if s.free > 0 {
 		s.free--
+		s.held[tenant]++
 		s.mu.Unlock()
-		return s.once(), nil
+		return s.once(tenant), nil
 	}
 	ch := make(chan struct{})
 	if len(s.waiting[tenant]) == 0 {
@@ -64,40 +70,51 @@ func (s *Seats) Take(ctx context.Context, tenant string) (release func(), err er
 
 	select {
 	case <-ch:
-		return s.once(), nil
+		return s.once(tenant), nil
 	case <-ctx.Done():
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if !s.drop(tenant, ch) {
 			// Handed a seat meanwhile: pass it on.
-			s.give()
+			s.leave(tenant)
 		}
 		return nil, ctx.Err()
 	}
 }
 
-// once frees a seat the first time it is called.
-func (s *Seats) once() func() {
+// once frees tenant's seat the first time it is called.
+func (s *Seats) once(tenant string) func() {
 	var o sync.Once
 	return func() {
 		o.Do(func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.give()
+			s.leave(tenant)
 		})
 	}
 }
 
-// give hands a freed seat to the next waiter, if any; s.mu is held.
-func (s *Seats) give() {
+// leave frees a seat tenant held and hands it to the next waiter, if any;
+// s.mu is held.
+func (s *Seats) leave(tenant string) {
+	if s.held[tenant]--; s.held[tenant] <= 0 {
+		delete(s.held, tenant)
+	}
 	if len(s.turns) == 0 {
 		s.free++
 		return
 	}
-	t := s.turns[0]
-	s.turns = s.turns[1:]
+	next := 0
+	for i, t := range s.turns {
+		if s.held[t] < s.held[s.turns[next]] {
+			next = i
+		}
+	}
+	t := s.turns[next]
+	s.turns = append(s.turns[:next:next], s.turns[next+1:]...)
 	w := s.waiting[t]
 	close(w[0])
+	s.held[t]++
 	if len(w) == 1 {
 		delete(s.waiting, t)
 		return

@@ -82,6 +82,57 @@ func TestABurstHoldsAnotherNamespaceBackByOneRequest(t *testing.T) {
 	}
 }
 
+// TestAFewRequestsAreSeatedBeforeABurstsNext: a holds all 4 seats and has
+// 100 requests waiting when b's 2 come; the next 2 seats a frees go to b
+// (it holds none), not every other one.
+func TestAFewRequestsAreSeatedBeforeABurstsNext(t *testing.T) {
+	s := NewSeats(4)
+	ctx := context.Background()
+	var held []func()
+	for range 4 {
+		r, _ := s.Take(ctx, "a")
+		held = append(held, r)
+	}
+	type seat struct {
+		tenant  string
+		release func()
+	}
+	seated := make(chan seat, 102)
+	take := func(tenant string) {
+		go func() {
+			r, err := s.Take(ctx, tenant)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			seated <- seat{tenant, r}
+		}()
+	}
+	for i := range 100 {
+		take("a")
+		waitQueued(t, s, i+1)
+	}
+	take("b")
+	take("b")
+	waitQueued(t, s, 102)
+	var order []string
+	for _, r := range held[:2] {
+		r()
+		st := <-seated
+		order = append(order, st.tenant)
+		defer st.release()
+	}
+	if order[0] != "b" || order[1] != "b" {
+		t.Errorf("the 2 seats a freed went to %v, want b, b", order)
+	}
+	for _, r := range held[2:] {
+		r()
+	}
+	for range 100 {
+		(<-seated).release()
+	}
+}
+
 // TestAWaiterThatGivesUpLosesNoSeat: a request whose context ends while it
 // waits returns its error and leaves the seats as they were, even when it
 // was handed one at the same moment.
