@@ -63,6 +63,7 @@ type flags struct {
 	maxReconcileRate   int
 	maxConcurrent      int
 	apiSeats           int
+	namespaceWorkers   int
 	managementPolicies bool
 	safeStart          bool
 	changeLogs         bool
@@ -90,7 +91,8 @@ func parse(args []string) (flags, error) {
 	fs.BoolVar(&f.unfair, "first-come-first-served", false, "Spend the reconcile budget in arrival order (crossplane-runtime's global rate limiter) instead of sharing it between namespaces (benchmarks only: the side-by-side \"before\").")
 	fs.DurationVar(&f.pollStateMetric, "poll-state-metric", 5*time.Second, "How often the managed resource state metrics are recorded.")
 	fs.IntVar(&f.maxReconcileRate, "max-reconcile-rate", 100, "Reconciles per second, at most, across all kinds (the Kubernetes client may send five times as many requests per second). At rest each MR needs one per --poll: 1,000 MRs at --poll=1m are 17 a second.")
-	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", 10, "Reconciles of one kind at the same time (0: --max-reconcile-rate). terdut-server is protected by its own stated rate limit, which the provider follows.")
+	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", 15, "Reconciles of one kind at the same time (0: --max-reconcile-rate). terdut-server is protected by its own stated rate limit, which the provider follows.")
+	fs.IntVar(&f.namespaceWorkers, "max-concurrent-reconciles-per-namespace", 10, "Reconciles of one kind at the same time for one namespace, at most (0, or not below --max-concurrent-reconciles: no limit): the rest of --max-concurrent-reconciles stay free for the other namespaces, so a burst in one never leaves another's MRs waiting for a worker.")
 	fs.IntVar(&f.apiSeats, "max-api-requests-in-flight", 8, "Requests to the Kubernetes API server at once, at most, but watches and leader election's (0: no limit); when all are taken, a freed one goes to the namespaces waiting in turns, so one namespace's burst holds another's requests back by one request, not by hundreds.")
 	fs.BoolVar(&f.managementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies (Observe-only import, orphaning).")
 	fs.BoolVar(&f.safeStart, "enable-safe-start", true, "Start each kind's controller only once its CRD is established.")
@@ -253,6 +255,7 @@ func run(f flags) error {
 			ListMaxAge: f.listMaxAge,
 		},
 		Naive:               f.naive,
+		NamespaceWorkers:    f.namespaceWorkers,
 		MinPollInterval:     f.minPoll,
 		MaxBackoff:          f.maxBackoff,
 		AbsenceConfirmation: f.absenceWait,

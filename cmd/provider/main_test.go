@@ -19,6 +19,11 @@ func TestParse(t *testing.T) {
 	if f, err = parse([]string{"--poll=4s"}); err != nil || f.minPoll != 4*time.Second {
 		t.Errorf("--poll=4s: min poll %v, %v; want 4s and no error", f.minPoll, err)
 	}
+	// A burst in one namespace leaves a third of each kind's workers to
+	// the others.
+	if f.maxConcurrent != 15 || f.namespaceWorkers != 10 {
+		t.Errorf("defaults: %d workers a kind, %d for one namespace; want 15, 10", f.maxConcurrent, f.namespaceWorkers)
+	}
 	if _, err = parse([]string{"--leader-election-lease-duration=10s", "--leader-election-renew-deadline=10s"}); err == nil {
 		t.Error("a renew deadline as long as the lease was accepted")
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
@@ -14,13 +15,41 @@ import (
 // FairQueue is a controller's workqueue whose workers take the namespaces'
 // requests in turns (see fair.Queue), with the per-MR backoff of limiter.
 func FairQueue(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
-		Name: name,
-		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{
-			Name:  name,
-			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: name, Queue: fair.NewQueue()}),
-		}),
-	})
+	return queueOf(fair.NewQueue())(name, limiter)
+}
+
+// queueOf is a controller's workqueue ordered by q.
+func queueOf(q *fair.Queue) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{
+			Name: name,
+			DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[reconcile.Request]{
+				Name:  name,
+				Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[reconcile.Request]{Name: name, Queue: q}),
+			}),
+		})
+	}
+}
+
+// LimitedWorkers keeps each namespace to limit of a controller's workers at
+// once (fair.NewLimitedQueue), so that the others stay free for another
+// namespace's requests: it returns the controller's options with that queue,
+// and r, which tells the queue when each request is done.
+func LimitedWorkers(o ctrlcontroller.Options, r reconcile.Reconciler, limit int) (ctrlcontroller.Options, reconcile.Reconciler) {
+	q := fair.NewLimitedQueue(limit)
+	o.NewQueue = queueOf(q)
+	return o, doneWith{Inner: r, Queue: q}
+}
+
+// doneWith tells Queue when each request's reconcile is done.
+type doneWith struct {
+	Inner reconcile.Reconciler
+	Queue *fair.Queue
+}
+
+func (d doneWith) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	defer d.Queue.Done(req.Namespace)
+	return d.Inner.Reconcile(ctx, req)
 }
 
 // A FairReconciler spends the provider's reconcile budget (one Share for

@@ -168,3 +168,63 @@ func TestABookedRequestHoldsOneSlot(t *testing.T) {
 		t.Errorf("%d requests hold a slot, want 1 (the third)", len(r.booked))
 	}
 }
+
+// TestANamespacesBurstLeavesWorkersFree: namespace a's 2,000 MRs take long
+// reconciles (a busy API server) and would hold every worker; with 4 workers
+// and at most 3 for one namespace, b's MR, created after them, is reconciled
+// while all of a's running reconciles are still running.
+func TestANamespacesBurstLeavesWorkersFree(t *testing.T) {
+	o := Options{Options: controller.Options{MaxConcurrentReconciles: 4}, Share: fair.New(1000, fair.Options{Burst: 10000}), NamespaceWorkers: 3}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	running := map[string]int{}
+	bDone := make(chan int, 1)
+	r := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+		mu.Lock()
+		running[req.Namespace]++
+		if req.Namespace == "b" {
+			bDone <- running["a"]
+		}
+		mu.Unlock()
+		if req.Namespace == "a" {
+			<-release
+		}
+		mu.Lock()
+		running[req.Namespace]--
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	copts, rec := o.Workers(r)
+	q := copts.NewQueue("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	for i := range 2000 {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: fmt.Sprint(i)}})
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		q.ShutDown()
+	}()
+	go work(ctx, q, rec, copts.MaxConcurrentReconciles)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := running["a"]
+		mu.Unlock()
+		if n == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "b", Name: "0"}})
+	select {
+	case aRunning := <-bDone:
+		if aRunning != 3 {
+			t.Errorf("b's MR ran beside %d of a's, want 3 (a's limit)", aRunning)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("b's MR waited for a's reconciles to end: every worker was a's")
+	}
+	close(release)
+	cancel()
+}

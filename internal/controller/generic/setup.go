@@ -78,6 +78,11 @@ type Options struct {
 	// MinPollInterval is the shortest poll an MR's
 	// crossplane.io/poll-interval annotation may ask for.
 	MinPollInterval time.Duration
+
+	// NamespaceWorkers is how many of a controller's workers one
+	// namespace may hold at once (with Share; 0: all of them): the others
+	// stay free for the other namespaces' requests.
+	NamespaceWorkers int
 }
 
 // PollOptions are how often an MR is polled: every PollInterval, or as its
@@ -113,6 +118,17 @@ func (o Options) ForControllerRuntime() ctrlcontroller.Options {
 		c.NewQueue = FairQueue
 	}
 	return c
+}
+
+// Workers are a kind's controller options and reconciler r: with Share
+// and NamespaceWorkers below MaxConcurrentReconciles, no namespace holds
+// more than NamespaceWorkers of its workers at once (LimitedWorkers).
+func (o Options) Workers(r reconcile.Reconciler) (ctrlcontroller.Options, reconcile.Reconciler) {
+	c := o.ForControllerRuntime()
+	if o.Share == nil || o.NamespaceWorkers <= 0 || o.NamespaceWorkers >= c.MaxConcurrentReconciles {
+		return c, r
+	}
+	return LimitedWorkers(c, r, o.NamespaceWorkers)
 }
 
 // A Kind describes one managed-resource kind to Setup.
@@ -260,9 +276,23 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	}
 
 	r := managed.NewReconciler(nothingToPublish(o.QuietStatus.manager(mgr)), resource.ManagedKind(k.GVK), opts...)
+	newMR := func() M { return k.Object.DeepCopyObject().(M) } //nolint:forcetypeassert // A copy of an M is one.
+	atRest := func(ctx context.Context, req reconcile.Request) bool {
+		mg := newMR()
+		return mgr.GetClient().Get(ctx, req.NamespacedName, mg) == nil && AtRest(mg)
+	}
+	var rec reconcile.Reconciler = r
+	if o.QuietStatus != nil {
+		rec = FollowUp{Inner: r, Cache: mgr.GetClient(), New: func() client.Object { return newMR() }}
+	}
+	rec = o.Limit(name, rec, atRest)
+	if k.TeamRefs != nil {
+		rec = TeamWait[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Refs: k.TeamRefs, Now: time.Now}
+	}
+	copts, rec := o.Workers(rec)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(o.ForControllerRuntime()).
+		WithOptions(copts).
 		For(k.Object, builder.WithPredicates(DesiredStateChanged(k.OwnAnnotations...)))
 	if k.OwnsSecrets {
 		b = b.Owns(&corev1.Secret{})
@@ -270,19 +300,6 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	b = consentWatches(b, mgr.GetClient(), newList)
 	if k.TeamRefs != nil {
 		b = teamWatch(b, mgr.GetClient(), newList)
-	}
-	newMR := func() M { return k.Object.DeepCopyObject().(M) } //nolint:forcetypeassert // A copy of an M is one.
-	atRest := func(ctx context.Context, req reconcile.Request) bool {
-		mg := newMR()
-		return mgr.GetClient().Get(ctx, req.NamespacedName, mg) == nil && AtRest(mg)
-	}
-	var inner reconcile.Reconciler = r
-	if o.QuietStatus != nil {
-		inner = FollowUp{Inner: r, Cache: mgr.GetClient(), New: func() client.Object { return newMR() }}
-	}
-	rec := o.Limit(name, inner, atRest)
-	if k.TeamRefs != nil {
-		rec = TeamWait[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Refs: k.TeamRefs, Now: time.Now}
 	}
 	return b.Complete(rec)
 }
