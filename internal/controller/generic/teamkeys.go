@@ -42,6 +42,11 @@ const (
 	// remintEvery bounds re-minting a team key answered with 401, so a
 	// server that refuses every key is not asked for a new one per request.
 	remintEvery = time.Minute
+
+	// freshFor is how long a key this process wrote serves the team's
+	// other children without a read of its Secret (the cache has seen the
+	// Secret by then).
+	freshFor = 5 * time.Second
 )
 
 const (
@@ -69,6 +74,40 @@ type TeamKeys struct {
 	// team reconciled at once would each mint one otherwise. Other teams'
 	// keys are minted meanwhile.
 	minting map[string]*sync.Mutex
+	// written is the key each team's Secret was last given here, and when.
+	written map[string]writtenKey
+}
+
+type writtenKey struct {
+	token terdut.Secret
+	at    time.Time
+}
+
+// fresh is the key this process wrote to the Secret name within freshFor;
+// empty if none.
+func (k *TeamKeys) fresh(name string) terdut.Secret {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if w, ok := k.written[name]; ok && time.Since(w.at) < freshFor {
+		return w.token
+	}
+	delete(k.written, name)
+	return ""
+}
+
+// wrote records tok as the key just written to the Secret name; an empty
+// tok forgets it.
+func (k *TeamKeys) wrote(name string, tok terdut.Secret) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if tok == "" {
+		delete(k.written, name)
+		return
+	}
+	if k.written == nil {
+		k.written = map[string]writtenKey{}
+	}
+	k.written[name] = writtenKey{token: tok, at: time.Now()}
 }
 
 // lock holds the minting lock of one team's key until the returned func.
@@ -168,10 +207,19 @@ func token(s *corev1.Secret) terdut.Secret {
 	return terdut.Secret(s.Data[keyToken])
 }
 
-// mintIfMissing mints the team's first key unless, read past the cache,
-// there is one already (written by a reconcile the cache has not seen).
+// mintIfMissing mints the team's first key unless there is one already:
+// written here a moment ago (while this child waited for the team's lock),
+// or, read past the cache, by a reconcile the cache has not seen.
+//
+// NOTE: a team's children come at once, and each waited for the lock and
+// then read the Secret past the cache in turn: beside a burst of another
+// namespace, a third of a second for a team's third child.
 func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
-	defer k.lock(SecretName(cfg, teamID))()
+	name := SecretName(cfg, teamID)
+	defer k.lock(name)()
+	if tok := k.fresh(name); tok != "" {
+		return tok, nil
+	}
 	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
 	if tok := token(s); err != nil || tok != "" {
 		return tok, err
@@ -252,6 +300,7 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		_ = instance.RevokeKey(ctx, sa.ID, key.ID)
 		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
 	}
+	k.wrote(s.Name, key.Key)
 	// NOTE: only once the new key is written: the keys it replaces (on the
 	// same account) are revoked, so no key stays valid that nobody holds.
 	// One that cannot be revoked now stays named in the Secret, and the
@@ -348,6 +397,7 @@ func (k *TeamKeys) Held(ctx context.Context, cfg Config, teamID int64) (bool, er
 // Revoke deletes a team's service account (and so its keys) on the server
 // and its key Secret, when the Team itself is deleted.
 func (k *TeamKeys) Revoke(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) error {
+	k.wrote(SecretName(cfg, teamID), "")
 	sa, err := instance.GetServiceAccountByName(ctx, AccountName(teamID))
 	if err != nil {
 		return errors.Wrapf(err, errRevokeTeamKey, teamID)

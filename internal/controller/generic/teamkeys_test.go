@@ -353,8 +353,9 @@ func TestRemintRevokesTheReplacedKey(t *testing.T) {
 
 // TestTeamKeysReadPastTheCacheOnce: the first child of a team with no key
 // yet reads the API server once before it mints (under the team's lock),
-// not once more beforehand; a child that comes while the cache lags finds
-// the minted key past it and mints none.
+// not once more beforehand; a child that comes while the cache lags takes
+// the key written a moment ago without a read, and after freshFor finds it
+// past the cache; neither mints one.
 func TestTeamKeysReadPastTheCacheOnce(t *testing.T) {
 	f := newLaggingKeys(t)
 	double, instance, team, cfg, base := f.double, f.instance, f.team, f.cfg, f.base
@@ -378,7 +379,26 @@ func TestTeamKeysReadPastTheCacheOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 1 || first.Token != second.Token || direct != 2 {
-		t.Errorf("%d keys minted, the same key to both children: %t, %d reads of the API server; want 1, true, 2", n, first.Token == second.Token, direct)
+	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 1 || first.Token != second.Token || direct != 1 {
+		t.Errorf("%d keys minted, the same key to both children: %t, %d reads of the API server; want 1, true, 1 (the key written a moment ago)", n, first.Token == second.Token, direct)
+	}
+	// Once the key is no longer fresh, a child the lagging cache does not
+	// show it to reads the Secret past the cache again, and mints none.
+	name := SecretName(cfg, team.ID)
+	k.written[name] = writtenKey{token: first.Token, at: time.Now().Add(-freshFor)}
+	third, err := k.Options(t.Context(), cfg, base, instance, team.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 1 || third.Token != first.Token || direct != 2 {
+		t.Errorf("after %s: %d keys minted, the same key: %t, %d reads of the API server; want 1, true, 2", freshFor, n, third.Token == first.Token, direct)
+	}
+	// A revoked team's key is not handed out from memory.
+	k.wrote(name, first.Token)
+	if err := k.Revoke(t.Context(), cfg, instance, team.ID); err != nil {
+		t.Fatal(err)
+	}
+	if k.fresh(name) != "" {
+		t.Error("the revoked team's key is still kept as fresh")
 	}
 }
