@@ -23,8 +23,9 @@ import (
 // busy API server a second or more each): in make bench-scale's noisy
 // neighbour (A 2,000 MRs, then B 20) B's integrations were picked up 0.5 to
 // 1.2 s after their teams were Ready. With 15 workers a kind and at most 10
-// for one namespace: B all Ready in 0.9 s beside A against 0.7 s alone (1.4
-// to 1.8 s before), and A's own 2,000 in 39 s (41 to 53 s before).
+// for one namespace they are picked up at once; B's p95 to Ready beside A
+// was 0.8 to 1.9 s in five runs (0.5 to 0.7 s alone), 1.4 to 2.5 s in four
+// runs before, and A's own 2,000 took 39 to 52 s either way.
 type Queue struct {
 	waiting map[string][]reconcile.Request
 	turns   []string

@@ -88,7 +88,7 @@ func TestABurstHoldsAnotherNamespaceBackByOneRequest(t *testing.T) {
 func TestAFewRequestsAreSeatedBeforeABurstsNext(t *testing.T) {
 	s := NewSeats(4)
 	ctx := context.Background()
-	var held []func()
+	held := make([]func(), 0, 4)
 	for range 4 {
 		r, _ := s.Take(ctx, "a")
 		held = append(held, r)
@@ -115,7 +115,7 @@ func TestAFewRequestsAreSeatedBeforeABurstsNext(t *testing.T) {
 	take("b")
 	take("b")
 	waitQueued(t, s, 102)
-	var order []string
+	order := make([]string, 0, 2)
 	for _, r := range held[:2] {
 		r()
 		st := <-seated
