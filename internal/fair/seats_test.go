@@ -28,6 +28,28 @@ func waitQueued(t *testing.T, s *Seats, n int) {
 	}
 }
 
+// seat is a request seated, by tenant.
+type seat struct {
+	tenant  string
+	release func()
+}
+
+// taker's take waits for a seat of s for a tenant in the background, and
+// sends it on seated once it has one.
+func taker(t *testing.T, s *Seats) (take func(tenant string), seated chan seat) {
+	seated = make(chan seat, 1000)
+	return func(tenant string) {
+		go func() {
+			r, err := s.Take(context.Background(), tenant)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			seated <- seat{tenant, r}
+		}()
+	}, seated
+}
+
 // TestABurstHoldsAnotherNamespaceBackByOneRequest: namespace a holds the
 // seat and has 200 more requests waiting when b's 3 come; b's are among the
 // next 6 seated (turns), not after a's 200.
@@ -38,21 +60,7 @@ func TestABurstHoldsAnotherNamespaceBackByOneRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type seat struct {
-		ns      string
-		release func()
-	}
-	seated := make(chan seat)
-	take := func(ns string) {
-		go func() {
-			r, err := s.Take(ctx, ns)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			seated <- seat{ns, r}
-		}()
-	}
+	take, seated := taker(t, s)
 	for i := range 200 {
 		take("a")
 		waitQueued(t, s, i+1)
@@ -68,8 +76,8 @@ func TestABurstHoldsAnotherNamespaceBackByOneRequest(t *testing.T) {
 	lastB := -1
 	for i := range 203 {
 		st := <-seated
-		order = append(order, st.ns)
-		if st.ns == "b" {
+		order = append(order, st.tenant)
+		if st.tenant == "b" {
 			lastB = i
 		}
 		st.release()
@@ -93,21 +101,7 @@ func TestAFewRequestsAreSeatedBeforeABurstsNext(t *testing.T) {
 		r, _ := s.Take(ctx, "a")
 		held = append(held, r)
 	}
-	type seat struct {
-		tenant  string
-		release func()
-	}
-	seated := make(chan seat, 102)
-	take := func(tenant string) {
-		go func() {
-			r, err := s.Take(ctx, tenant)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			seated <- seat{tenant, r}
-		}()
-	}
+	take, seated := taker(t, s)
 	for i := range 100 {
 		take("a")
 		waitQueued(t, s, i+1)
