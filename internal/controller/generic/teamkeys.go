@@ -96,10 +96,16 @@ func (k *TeamKeys) fresh(name string) terdut.Secret {
 }
 
 // wrote records tok as the key just written to the Secret name; an empty
-// tok forgets it.
+// tok forgets it. Keys older than freshFor are forgotten meanwhile, so only
+// the last moments' keys are kept.
 func (k *TeamKeys) wrote(name string, tok terdut.Secret) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	for n, w := range k.written {
+		if time.Since(w.at) >= freshFor {
+			delete(k.written, n)
+		}
+	}
 	if tok == "" {
 		delete(k.written, name)
 		return

@@ -393,8 +393,13 @@ func TestTeamKeysReadPastTheCacheOnce(t *testing.T) {
 	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 1 || third.Token != first.Token || direct != 2 {
 		t.Errorf("after %s: %d keys minted, the same key: %t, %d reads of the API server; want 1, true, 2", freshFor, n, third.Token == first.Token, direct)
 	}
-	// A revoked team's key is not handed out from memory.
+	// Only the last moments' keys are kept in memory.
+	k.written["another team"] = writtenKey{token: "tdk_old", at: time.Now().Add(-freshFor)}
 	k.wrote(name, first.Token)
+	if _, ok := k.written["another team"]; ok {
+		t.Errorf("a key written more than %s ago is still kept", freshFor)
+	}
+	// A revoked team's key is not handed out from memory.
 	if err := k.Revoke(t.Context(), cfg, instance, team.ID); err != nil {
 		t.Fatal(err)
 	}
