@@ -37,6 +37,7 @@ type seat struct {
 // taker's take waits for a seat of s for a tenant in the background, and
 // sends it on seated once it has one.
 func taker(t *testing.T, s *Seats) (take func(tenant string), seated chan seat) {
+	t.Helper()
 	seated = make(chan seat, 1000)
 	return func(tenant string) {
 		go func() {
