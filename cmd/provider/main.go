@@ -336,7 +336,7 @@ func seatsMetrics(s *fair.Seats) []prometheus.Collector {
 		}, func() float64 { taken, _ := s.Counts(); return float64(taken) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "provider_terdut_api_requests_waiting",
-			Help: "The provider's requests to the Kubernetes API server waiting for one of the --max-api-requests-in-flight (the namespaces take the free ones in turns).",
+			Help: "The provider's requests to the Kubernetes API server waiting for one of the --max-api-requests-in-flight (a freed one goes to the waiting namespace that holds the fewest).",
 		}, func() float64 { _, waiting := s.Counts(); return float64(waiting) }),
 	}
 }

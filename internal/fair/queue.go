@@ -1,6 +1,7 @@
 package fair
 
 import (
+	"slices"
 	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -118,7 +119,7 @@ func (q *Queue) Pop() reconcile.Request {
 		q.turns[0] = ""
 		q.turns = q.turns[1:]
 	} else {
-		q.turns = append(q.turns[:i:i], q.turns[i+1:]...)
+		q.turns = slices.Delete(q.turns, i, i+1)
 	}
 	if q.limit > 0 {
 		q.running[ns]++

@@ -3,6 +3,7 @@ package fair
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -111,7 +112,7 @@ func (s *Seats) leave(tenant string) {
 		}
 	}
 	t := s.turns[next]
-	s.turns = append(s.turns[:next:next], s.turns[next+1:]...)
+	s.turns = slices.Delete(s.turns, next, next+1)
 	w := s.waiting[t]
 	close(w[0])
 	s.held[t]++
@@ -139,7 +140,7 @@ func (s *Seats) drop(tenant string, ch chan struct{}) bool {
 		delete(s.waiting, tenant)
 		for j, t := range s.turns {
 			if t == tenant {
-				s.turns = append(s.turns[:j:j], s.turns[j+1:]...)
+				s.turns = slices.Delete(s.turns, j, j+1)
 				break
 			}
 		}
