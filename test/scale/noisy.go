@@ -102,6 +102,9 @@ func (b *bench) noisy(ctx context.Context, aMRs int, unfair bool) (noisy, error)
 	if err := b.deleteAll(ctx, alone); err != nil {
 		return n, err
 	}
+	if err := b.cleared(ctx, alone); err != nil {
+		return n, err
+	}
 
 	nsA, nsB := "noisy-a-"+suffix, "noisy-b-"+suffix
 	for _, ns := range []string{nsA, nsB} {
@@ -155,6 +158,9 @@ func (b *bench) noisy(ctx context.Context, aMRs int, unfair bool) (noisy, error)
 		suffix, n.BP95, n.BAloneP95, n.Ratio, n.AReadySeconds, n.MaxPerSecond, n.RestPerSecond)
 	for _, ns := range []string{nsB, nsA} {
 		if err := b.deleteAll(ctx, ns); err != nil {
+			return n, err
+		}
+		if err := b.cleared(ctx, ns); err != nil {
 			return n, err
 		}
 	}
