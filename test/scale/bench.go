@@ -377,8 +377,11 @@ func (b *bench) run(ctx context.Context, ns string, sh shape, naive, withStorm, 
 // runs would start beside thousands of them, the provider's caches and the
 // API server busy with their deletion, and measure that too.
 func (b *bench) cleared(ctx context.Context, ns string) error {
-	usages := &v1alpha1.ProviderConfigUsageList{}
-	secrets := &corev1.SecretList{}
+	// NOTE: metadata only: they are only counted, and the Secrets hold keys.
+	usages := &metav1.PartialObjectMetadataList{}
+	usages.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("ProviderConfigUsageList"))
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	if err := b.stack.Kube.List(ctx, usages, client.InNamespace(ns)); err != nil {
 		return err
 	}
