@@ -232,7 +232,11 @@ func run(f flags) error {
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	checks := generic.NewChecks()
 	quiet := generic.NewQuietStatus()
-	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks, quiet)
+	watched := &generic.WatchedSecrets{CoreV1: coreV1, Fallback: mgr.GetClient(), Direct: mgr.GetAPIReader()}
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks, quiet, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "provider_terdut_secret_watches",
+		Help: "Watches of single Secrets that provider configs name (credentials, CA bundles) running now: one not read for 30 minutes is stopped, at most 1,000 run, and past them a Secret is read from the API server.",
+	}, func() float64 { return float64(watched.Watches()) }))
 
 	o := generic.Options{
 		Options: controller.Options{
@@ -248,7 +252,7 @@ func run(f flags) error {
 			},
 		},
 		Servers: &generic.Servers{
-			Kube:       &generic.WatchedSecrets{CoreV1: coreV1, Fallback: mgr.GetClient(), Direct: mgr.GetAPIReader()},
+			Kube:       watched,
 			Reader:     mgr.GetAPIReader(),
 			Clients:    terdut.NewCache(),
 			TeamKeys:   &generic.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace},

@@ -10,7 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -73,18 +75,40 @@ func CachedOnly(c client.Reader) client.Reader {
 // bundles): each through a watch of that one Secret, started when it is
 // first read, so a reconcile costs no request to the API server and a
 // rotated key is seen at once. Other objects are read through Fallback.
+//
+// A watch not read for IdleAfter is stopped (the provider config that named
+// its Secret is gone, or names another now), and no more than MaxWatches run
+// at once: a tenant's namespaced provider configs, however many names they
+// come and go with, cannot hold watches on the API server without bound.
+// Past MaxWatches a Secret is read from the API server on each read.
 type WatchedSecrets struct {
 	// CoreV1 is the core/v1 client the watches list and watch through.
 	CoreV1   corev1client.CoreV1Interface
 	Fallback client.Reader
 	// Direct reads a Secret whose watch has not caught up in SyncWait (one
-	// the provider may not list or watch, for example).
+	// the provider may not list or watch, for example), and every Secret
+	// past MaxWatches.
 	Direct   client.Reader
 	SyncWait time.Duration
+	// IdleAfter is how long a watch runs without a read (30 minutes when
+	// zero: an MR reads its provider config's Secret at least every poll).
+	IdleAfter time.Duration
+	// MaxWatches is how many watches run at most (1,000 when zero).
+	MaxWatches int
 
-	mu      sync.Mutex
-	watches map[types.NamespacedName]toolscache.SharedIndexInformer
-	stop    chan struct{}
+	// now is time.Now, but for tests.
+	now func() time.Time
+
+	mu        sync.Mutex
+	watches   map[types.NamespacedName]*secretWatch
+	lastSweep time.Time
+}
+
+// secretWatch is the watch of one Secret and when it was last read.
+type secretWatch struct {
+	inf  toolscache.SharedIndexInformer
+	stop context.CancelFunc
+	read time.Time
 }
 
 // Get reads a Secret from its watch; anything else from Fallback.
@@ -93,7 +117,10 @@ func (w *WatchedSecrets) Get(ctx context.Context, key client.ObjectKey, obj clie
 	if !ok || w.CoreV1 == nil {
 		return w.Fallback.Get(ctx, key, obj, opts...)
 	}
-	inf := w.watch(key)
+	inf := w.watch(key) //nolint:contextcheck // The watch outlives the read that starts it: it stops when idle, not with ctx.
+	if inf == nil {
+		return w.Direct.Get(ctx, key, obj, opts...)
+	}
 	if !inf.HasSynced() && !w.sync(ctx, inf) {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -120,6 +147,23 @@ func (w *WatchedSecrets) List(ctx context.Context, list client.ObjectList, opts 
 	return w.Fallback.List(ctx, list, opts...)
 }
 
+// Watches is how many Secret watches run.
+func (w *WatchedSecrets) Watches() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.watches)
+}
+
+// Stop stops every watch.
+func (w *WatchedSecrets) Stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key, sw := range w.watches {
+		sw.stop()
+		delete(w.watches, key)
+	}
+}
+
 // sync waits up to SyncWait (5s) for a new watch's first list.
 func (w *WatchedSecrets) sync(ctx context.Context, inf toolscache.SharedIndexInformer) bool {
 	wait := w.SyncWait
@@ -131,25 +175,71 @@ func (w *WatchedSecrets) sync(ctx context.Context, inf toolscache.SharedIndexInf
 	return toolscache.WaitForCacheSync(sctx.Done(), inf.HasSynced)
 }
 
-// watch is the running watch of one Secret (by name: a field selector).
+// watch is the running watch of one Secret (by name: a field selector),
+// started if there is none; nil when MaxWatches run and none is idle.
 func (w *WatchedSecrets) watch(key types.NamespacedName) toolscache.SharedIndexInformer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if inf, ok := w.watches[key]; ok {
-		return inf
+	now := time.Now()
+	if w.now != nil {
+		now = w.now()
+	}
+	if sw, ok := w.watches[key]; ok {
+		sw.read = now
+		return sw.inf
 	}
 	if w.watches == nil {
-		w.watches = map[types.NamespacedName]toolscache.SharedIndexInformer{}
-		w.stop = make(chan struct{})
+		w.watches = map[types.NamespacedName]*secretWatch{}
+	}
+	w.sweep(now, len(w.watches) >= w.maxWatches())
+	if len(w.watches) >= w.maxWatches() {
+		return nil
 	}
 	one := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.Name).String()
 	}
-	lw := toolscache.NewFilteredListWatchFromClient(w.CoreV1.RESTClient(), "secrets", key.Namespace, one)
-	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, toolscache.Indexers{})
-	// NOTE: the watch lives as long as the process: provider configs are
-	// few, and their Secrets are read on every reconcile.
-	go inf.Run(w.stop)
-	w.watches[key] = inf
+	secrets := w.CoreV1.Secrets(key.Namespace)
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			one(&o)
+			return secrets.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			one(&o)
+			return secrets.Watch(ctx, o)
+		},
+	}
+	// NOTE: CoreV1 may say it cannot stream a list (a fake's cannot); the
+	// watch then lists and watches as before WatchList.
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(lw, w.CoreV1), &corev1.Secret{}, 0, toolscache.Indexers{})
+	ctx, stop := context.WithCancel(context.Background())
+	go inf.RunWithContext(ctx)
+	w.watches[key] = &secretWatch{inf: inf, stop: stop, read: now}
 	return inf
+}
+
+// sweep stops the watches not read for IdleAfter: at most once per
+// IdleAfter/10, unless full (a new Secret would otherwise get no watch).
+func (w *WatchedSecrets) sweep(now time.Time, full bool) {
+	idle := w.IdleAfter
+	if idle <= 0 {
+		idle = 30 * time.Minute
+	}
+	if !full && now.Sub(w.lastSweep) < idle/10 {
+		return
+	}
+	w.lastSweep = now
+	for key, sw := range w.watches {
+		if now.Sub(sw.read) >= idle {
+			sw.stop()
+			delete(w.watches, key)
+		}
+	}
+}
+
+func (w *WatchedSecrets) maxWatches() int {
+	if w.MaxWatches <= 0 {
+		return 1000
+	}
+	return w.MaxWatches
 }

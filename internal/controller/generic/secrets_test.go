@@ -1,7 +1,9 @@
 package generic
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -9,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	kfake "k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -60,3 +65,81 @@ func TestOwnSecretMarks(t *testing.T) {
 		t.Errorf("labels %v: want the provider's mark added, the others kept", s.Labels)
 	}
 }
+
+// TestIdleSecretWatchesStop: each Secret a provider config names is read
+// through a watch of its own. A watch nobody reads any more (its provider
+// config deleted, or pointed at another Secret) is stopped, and a later
+// read starts it again and sees the Secret as it is then.
+func TestIdleSecretWatchesStop(t *testing.T) {
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "creds"}, Data: map[string][]byte{"key": []byte("one")}}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "other"}, Data: map[string][]byte{"key": []byte("x")}}
+	api := kfake.NewClientset(creds, other)
+	now := time.Unix(0, 0)
+	w := &WatchedSecrets{CoreV1: noWatchList{api.CoreV1()}, Direct: fake.NewClientBuilder().Build(), IdleAfter: 30 * time.Minute, now: func() time.Time { return now }}
+	t.Cleanup(w.Stop)
+
+	read := func(name string) string {
+		t.Helper()
+		got := &corev1.Secret{}
+		if err := w.Get(t.Context(), types.NamespacedName{Namespace: "team-a", Name: name}, got); err != nil {
+			t.Fatalf("Get %s: %v", name, err)
+		}
+		return string(got.Data["key"])
+	}
+	if got := read("creds"); got != "one" {
+		t.Fatalf("creds key = %q, want one", got)
+	}
+	now = now.Add(20 * time.Minute)
+	read("other")
+	if n := w.Watches(); n != 2 {
+		t.Fatalf("%d watches after two Secrets read, want 2", n)
+	}
+	now = now.Add(20 * time.Minute) // creds unread for 40 minutes, other for 20
+	read("other")
+	read("other")
+	now = now.Add(5 * time.Minute)
+	if err := w.Get(t.Context(), types.NamespacedName{Namespace: "team-a", Name: "third"}, &corev1.Secret{}); !kerrors.IsNotFound(err) {
+		t.Fatalf("Get of a Secret that is not there = %v, want NotFound", err)
+	}
+	if n := w.Watches(); n != 2 {
+		t.Errorf("%d watches after creds went unread for 45 minutes (other and third read since), want 2: creds' stopped", n)
+	}
+
+	creds.Data["key"] = []byte("two")
+	if _, err := api.CoreV1().Secrets("team-a").Update(t.Context(), creds, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("creds"); got != "two" {
+		t.Errorf("creds key read after its watch was stopped = %q, want the current two", got)
+	}
+}
+
+// TestSecretWatchesAreBounded: a tenant's namespaced provider configs can
+// name as many Secrets as it likes; no more than MaxWatches are watched, and
+// every other is still read, from the API server.
+func TestSecretWatchesAreBounded(t *testing.T) {
+	objs := make([]runtime.Object, 0, 5)
+	secrets := make([]client.Object, 0, 5)
+	for i := range 5 {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: fmt.Sprintf("creds-%d", i)}, Data: map[string][]byte{"key": fmt.Append(nil, i)}}
+		objs = append(objs, s)
+		secrets = append(secrets, s.DeepCopy())
+	}
+	w := &WatchedSecrets{CoreV1: noWatchList{kfake.NewClientset(objs...).CoreV1()}, Direct: fake.NewClientBuilder().WithObjects(secrets...).Build(), MaxWatches: 3}
+	t.Cleanup(w.Stop)
+	for i := range 5 {
+		got := &corev1.Secret{}
+		if err := w.Get(t.Context(), types.NamespacedName{Namespace: "team-a", Name: fmt.Sprintf("creds-%d", i)}, got); err != nil || string(got.Data["key"]) != fmt.Sprint(i) {
+			t.Errorf("Get creds-%d = %v, key %q; want key %d", i, err, got.Data["key"], i)
+		}
+	}
+	if n := w.Watches(); n != 3 {
+		t.Errorf("%d watches for 5 Secrets read, want at most MaxWatches 3", n)
+	}
+}
+
+// noWatchList is a fake core/v1 client that says, as its clientset does,
+// that it cannot stream a list.
+type noWatchList struct{ corev1client.CoreV1Interface }
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
