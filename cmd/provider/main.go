@@ -233,7 +233,8 @@ func run(f flags) error {
 	checks := generic.NewChecks()
 	quiet := generic.NewQuietStatus()
 	watched := &generic.WatchedSecrets{CoreV1: coreV1, Fallback: mgr.GetClient(), Direct: mgr.GetAPIReader()}
-	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks, quiet, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	held := generic.NewHeldRequests()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks, quiet, held, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "provider_terdut_secret_watches",
 		Help: "Watches of single Secrets that provider configs name (credentials, CA bundles) running now: one not read for 30 minutes is stopped, at most 1,000 run, and past them a Secret is read from the API server.",
 	}, func() float64 { return float64(watched.Watches()) }))
@@ -260,6 +261,7 @@ func run(f flags) error {
 		},
 		Naive:               f.naive,
 		NamespaceWorkers:    f.namespaceWorkers,
+		Held:                held,
 		MinPollInterval:     f.minPoll,
 		MaxBackoff:          f.maxBackoff,
 		AbsenceConfirmation: f.absenceWait,

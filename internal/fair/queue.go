@@ -70,6 +70,8 @@ func (q *Queue) Touch(reconcile.Request) {}
 
 // Push queues a request behind its namespace's others.
 func (q *Queue) Push(r reconcile.Request) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if len(q.waiting[r.Namespace]) == 0 {
 		q.turns = append(q.turns, r.Namespace)
 	}
@@ -91,6 +93,23 @@ func (q *Queue) Len() int {
 	n := 0
 	for ns, w := range q.waiting {
 		if q.may(ns) {
+			n += len(w)
+		}
+	}
+	return n
+}
+
+// Held is how many requests wait only because their namespace holds
+// limit workers already (0 without a limit).
+func (q *Queue) Held() int {
+	if q.limit == 0 {
+		return 0
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for ns, w := range q.waiting {
+		if !q.may(ns) {
 			n += len(w)
 		}
 	}

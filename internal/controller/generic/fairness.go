@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -34,11 +35,57 @@ func queueOf(q *fair.Queue) func(string, workqueue.TypedRateLimiter[reconcile.Re
 // LimitedWorkers keeps each namespace to limit of a controller's workers at
 // once (fair.NewLimitedQueue), so that the others stay free for another
 // namespace's requests: it returns the controller's options with that queue,
-// and r, which tells the queue when each request is done.
-func LimitedWorkers(o ctrlcontroller.Options, r reconcile.Reconciler, limit int) (ctrlcontroller.Options, reconcile.Reconciler) {
+// and r, which tells the queue when each request is done. held, if not nil,
+// counts the requests the limit holds back, as controller name's.
+func LimitedWorkers(name string, o ctrlcontroller.Options, r reconcile.Reconciler, limit int, held *HeldRequests) (ctrlcontroller.Options, reconcile.Reconciler) {
 	q := fair.NewLimitedQueue(limit)
 	o.NewQueue = queueOf(q)
+	held.add(name, q)
 	return o, doneWith{Inner: r, Queue: q}
+}
+
+// HeldRequests is the gauge provider_terdut_requests_held_at_namespace_limit:
+// per controller, the requests that wait only because their namespace holds
+// as many of its workers as --max-concurrent-reconciles-per-namespace lets
+// one (the other workers are free for other namespaces). High for long while
+// the provider is idle otherwise: one namespace has more to do than its
+// share of workers.
+type HeldRequests struct {
+	desc *prometheus.Desc
+
+	mu     sync.Mutex
+	queues map[string]*fair.Queue
+}
+
+// NewHeldRequests makes the gauge; register it.
+func NewHeldRequests() *HeldRequests {
+	return &HeldRequests{
+		desc: prometheus.NewDesc("provider_terdut_requests_held_at_namespace_limit",
+			"Requests waiting only because their namespace holds --max-concurrent-reconciles-per-namespace of the controller's workers already.",
+			[]string{"controller"}, nil),
+		queues: map[string]*fair.Queue{},
+	}
+}
+
+func (h *HeldRequests) add(name string, q *fair.Queue) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.queues[name] = q
+}
+
+// Describe implements prometheus.Collector.
+func (h *HeldRequests) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
+
+// Collect implements prometheus.Collector.
+func (h *HeldRequests) Collect(ch chan<- prometheus.Metric) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name, q := range h.queues {
+		ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, float64(q.Held()), name)
+	}
 }
 
 // doneWith tells Queue when each request's reconcile is done.

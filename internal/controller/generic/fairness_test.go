@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -174,7 +175,8 @@ func TestABookedRequestHoldsOneSlot(t *testing.T) {
 // and at most 3 for one namespace, b's MR, created after them, is reconciled
 // while all of a's running reconciles are still running.
 func TestANamespacesBurstLeavesWorkersFree(t *testing.T) {
-	o := Options{Options: controller.Options{MaxConcurrentReconciles: 4}, Share: fair.New(1000, fair.Options{Burst: 10000}), NamespaceWorkers: 3}
+	held := NewHeldRequests()
+	o := Options{Options: controller.Options{MaxConcurrentReconciles: 4}, Share: fair.New(1000, fair.Options{Burst: 10000}), NamespaceWorkers: 3, Held: held}
 	release := make(chan struct{})
 	var mu sync.Mutex
 	running := map[string]int{}
@@ -194,7 +196,7 @@ func TestANamespacesBurstLeavesWorkersFree(t *testing.T) {
 		mu.Unlock()
 		return reconcile.Result{}, nil
 	})
-	copts, rec := o.Workers(r)
+	copts, rec := o.Workers("test", r)
 	q := copts.NewQueue("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	for i := range 2000 {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: fmt.Sprint(i)}})
@@ -215,6 +217,10 @@ func TestANamespacesBurstLeavesWorkersFree(t *testing.T) {
 			break
 		}
 		time.Sleep(time.Millisecond)
+	}
+	// An SRE sees why a's requests wait while a worker is free.
+	if got := testutil.ToFloat64(held); got != 2000-3 {
+		t.Errorf("provider_terdut_requests_held_at_namespace_limit = %v with 3 of a's 2,000 running, want 1997", got)
 	}
 	q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "b", Name: "0"}})
 	select {

@@ -83,6 +83,9 @@ type Options struct {
 	// namespace may hold at once (with Share; 0: all of them): the others
 	// stay free for the other namespaces' requests.
 	NamespaceWorkers int
+
+	// Held counts the requests NamespaceWorkers holds back; nil does not.
+	Held *HeldRequests
 }
 
 // PollOptions are how often an MR is polled: every PollInterval, or as its
@@ -120,15 +123,15 @@ func (o Options) ForControllerRuntime() ctrlcontroller.Options {
 	return c
 }
 
-// Workers are a kind's controller options and reconciler r: with Share
-// and NamespaceWorkers below MaxConcurrentReconciles, no namespace holds
-// more than NamespaceWorkers of its workers at once (LimitedWorkers).
-func (o Options) Workers(r reconcile.Reconciler) (ctrlcontroller.Options, reconcile.Reconciler) {
+// Workers are controller name's options and reconciler r: with Share and
+// NamespaceWorkers below MaxConcurrentReconciles, no namespace holds more
+// than NamespaceWorkers of its workers at once (LimitedWorkers).
+func (o Options) Workers(name string, r reconcile.Reconciler) (ctrlcontroller.Options, reconcile.Reconciler) {
 	c := o.ForControllerRuntime()
 	if o.Share == nil || o.NamespaceWorkers <= 0 || o.NamespaceWorkers >= c.MaxConcurrentReconciles {
 		return c, r
 	}
-	return LimitedWorkers(c, r, o.NamespaceWorkers)
+	return LimitedWorkers(name, c, r, o.NamespaceWorkers, o.Held)
 }
 
 // A Kind describes one managed-resource kind to Setup.
@@ -289,7 +292,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	if k.TeamRefs != nil {
 		rec = TeamWait[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Refs: k.TeamRefs, Now: time.Now}
 	}
-	copts, rec := o.Workers(rec)
+	copts, rec := o.Workers(name, rec)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(copts).
