@@ -90,13 +90,7 @@ func (q *Queue) Len() int {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := 0
-	for ns, w := range q.waiting {
-		if q.may(ns) {
-			n += len(w)
-		}
-	}
-	return n
+	return q.queued(true)
 }
 
 // Held is how many requests wait only because their namespace holds
@@ -107,9 +101,15 @@ func (q *Queue) Held() int {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.queued(false)
+}
+
+// queued counts the requests queued of the namespaces that may (or may
+// not) have another handed out; q.mu is held.
+func (q *Queue) queued(may bool) int {
 	n := 0
 	for ns, w := range q.waiting {
-		if !q.may(ns) {
+		if q.may(ns) == may {
 			n += len(w)
 		}
 	}
