@@ -90,9 +90,11 @@ func (c *Client) CreateTeam(ctx context.Context, name string) (*Team, error) {
 }
 
 // GetTeam returns one team. With shared lists it is found in the list of
-// all teams (one request for every Team of a provider config); a team not
-// in it answers 404, as the server would. NOTE: a list can omit a team
-// that exists: where a 404 leads to letting something go, use ReadTeam.
+// all teams (one request for every Team of a provider config). A team the
+// list omits is read by itself (ReadTeam): a list can omit a team that
+// exists (it lags, or it lies), and only the server's own 404 means the team
+// is gone. A Team that took a list's silence for a 404 made a second team in
+// its place, or let its finalizer go with the team left on the server.
 func (c *Client) GetTeam(ctx context.Context, teamID int64) (*Team, error) {
 	if c.lists == nil {
 		return c.ReadTeam(ctx, teamID)
@@ -106,7 +108,7 @@ func (c *Client) GetTeam(ctx context.Context, teamID int64) (*Team, error) {
 			return &all[i], nil
 		}
 	}
-	return nil, &APIError{Method: http.MethodGet, Path: teamPath(teamID), StatusCode: http.StatusNotFound, Message: "not in the list of teams"}
+	return c.ReadTeam(ctx, teamID)
 }
 
 // ReadTeam returns one team as GET /api/teams/{id} answers now, past every

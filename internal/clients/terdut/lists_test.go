@@ -83,7 +83,8 @@ func TestDriftSeenAfterMaxAge(t *testing.T) {
 }
 
 // TestTeamsFromOneList: every Team MR of a provider config is observed from
-// one list of the teams; a team not in it is gone (404), as the server says.
+// one list of the teams; a team not in it is read by itself, and is gone only
+// when that read answers 404.
 func TestTeamsFromOneList(t *testing.T) {
 	d, c, first := sharing(t, time.Hour)
 	other, _ := terdut.New(terdut.Options{Endpoint: c.Endpoint(), Token: "tdk_admin"})
@@ -97,8 +98,8 @@ func TestTeamsFromOneList(t *testing.T) {
 	if _, err := c.GetTeam(t.Context(), 999); !terdut.IsNotFound(err) {
 		t.Errorf("GetTeam of a team that is not there: %v, want 404", err)
 	}
-	if n := d.Total(); n != 1 {
-		t.Errorf("4 team lookups made %d requests, want 1 (GET /api/teams)", n)
+	if n, one := d.Total(), d.Count("GET /api/teams/{id}"); n != 2 || one != 1 {
+		t.Errorf("4 team lookups made %d requests (%d of one team), want 2: GET /api/teams, and GET /api/teams/999 for the team it omits", n, one)
 	}
 }
 

@@ -375,3 +375,58 @@ func TestObservationSurvivesTheAPIServer(t *testing.T) {
 		t.Errorf("createdAt %v, want the server's %v in seconds", o.CreatedAt, created)
 	}
 }
+
+// A teams list that omits a team (it lags, or it lies) is not the server's
+// 404: a Team whose rename is pending is not made again beside its team, and
+// a Team being deleted does not let its finalizer go with its team left on
+// the server.
+func TestATeamTheListOmitsIsReadByItself(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		deleting bool
+	}{
+		"RenamePending": {reason: "Observe must find the team (so the rename is an Update), not report it gone (a Create of a second team)."},
+		"Deleting":      {reason: "Observe must find the team, so Delete sends its DELETE.", deleting: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := controllertest.New(t)
+			id := f.Team(t, "Platform")
+			c, err := terdut.New(terdut.Options{Endpoint: f.URL, Token: controllertest.AdminKey, MaxRetries: -1, ListMaxAge: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams", Status: http.StatusOK, Body: "[]"})
+			cr := team(withID(id), withObserved(id, "Platform", "", ""))
+			cr.Spec.ForProvider.DisplayName = "Platform (renamed)"
+			if tc.deleting {
+				now := metav1.Now()
+				cr.SetDeletionTimestamp(&now)
+			}
+			e := &external{api: c, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+			o, err := e.Observe(t.Context(), cr)
+			if err != nil {
+				t.Fatalf("\n%s\nObserve(...): %v", tc.reason, err)
+			}
+			if !o.ResourceExists {
+				t.Fatalf("\n%s\nObserve(...) with the teams list answering [] reports team %d gone", tc.reason, id)
+			}
+			if tc.deleting {
+				if _, err := e.Delete(t.Context(), cr); err != nil {
+					t.Fatalf("Delete(...): %v", err)
+				}
+				if n := f.Server.Count("DELETE /api/teams/{id}"); n != 1 {
+					t.Errorf("\n%s\nDELETEs of the team: %d, want 1", tc.reason, n)
+				}
+				return
+			}
+			if _, err := e.Update(t.Context(), cr); err != nil {
+				t.Fatalf("Update(...): %v", err)
+			}
+			st := f.Server.Snapshot()
+			if len(st.Teams) != 1 || st.Teams[0].Name != "Platform (renamed)" {
+				t.Errorf("\n%s\nteams on the server after the rename: %+v, want one, renamed", tc.reason, st.Teams)
+			}
+		})
+	}
+}
