@@ -19,7 +19,7 @@ func TestDeleteRemovesAccount(t *testing.T) {
 	if err := f.reconcile(t, cr); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.Delete(t.Context(), cr); err != nil {
+	if err := f.delete(t, cr); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 	if n := len(f.double.Snapshot().ServiceAccounts); n != 0 {
@@ -37,9 +37,7 @@ func TestDeletingItselfIsNotStuck(t *testing.T) {
 	}
 	own := terdut.Secret(f.secret(t, "instance-credentials").Data[SecretKeyToken])
 	f.usePC(t, own)
-	now := metav1.Now()
-	cr.SetDeletionTimestamp(&now)
-	if _, err := f.e.Delete(t.Context(), cr); err != nil {
+	if err := f.delete(t, cr); err != nil {
 		t.Fatal(err)
 	}
 	if o, err := f.e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
@@ -106,5 +104,35 @@ func TestInstanceScopeOnlyAtHome(t *testing.T) {
 	tenant.Namespace, tenant.Spec.ForProvider.Scope = "team-a", terdut.ScopeTeam
 	if err := gate(t.Context(), tenant, generic.Config{}); err != nil {
 		t.Errorf("team scope in team-a: %v, want it left to the ownership gate", err)
+	}
+}
+
+// TestDeletingNeverRemovesAnAccountOfAnotherScope: a tenant's team-scoped
+// ServiceAccount whose (hand-set) external name is an instance account made
+// by hand is refused while it lives; deleting it (a finalizer of the
+// tenant's own keeps it reconciled) must not delete that account either.
+func TestDeletingNeverRemovesAnAccountOfAnotherScope(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{AdminKey: adminKey})
+	pc := f.admin(t)
+	own, _ := pc.CreateTeam(t.Context(), "B")
+	ops, _ := pc.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: "ops-instance", Scope: terdut.ScopeInstance})
+	other, _ := pc.CreateTeam(t.Context(), "C")
+	theirs, _ := pc.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: "c-bot", Scope: terdut.ScopeTeam, TeamID: &other.ID})
+	for _, victim := range []*terdut.ServiceAccount{ops, theirs} {
+		cr := tenantAccount(victim.Name, own.ID)
+		generic.SetExternalID(cr, victim.ID)
+		if err := f.delete(t, cr); err != nil {
+			t.Fatalf("deleting the MR naming %q: %v", victim.Name, err)
+		}
+		// Even a Delete the reconciler calls after an Observe of its own.
+		if _, err := f.e.Delete(t.Context(), cr); err != nil {
+			t.Fatalf("Delete of the MR naming %q: %v", victim.Name, err)
+		}
+	}
+	if n := f.double.Count("DELETE /api/service-accounts/{id}"); n != 0 {
+		t.Errorf("%d DELETEs of service accounts, want 0: neither is the tenant's", n)
+	}
+	if n := len(f.double.Snapshot().ServiceAccounts); n != 2 {
+		t.Errorf("%d accounts left, want 2: the instance account and the other team's", n)
 	}
 }

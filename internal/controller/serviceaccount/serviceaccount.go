@@ -201,9 +201,16 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 	if sa == nil || sa.ID != id {
 		return e.leftBehind(ctx, cr)
 	}
-	if err := fits(cr, sa); err != nil && !meta.WasDeleted(cr) {
+	if err := fits(cr, sa); err != nil {
 		// NOTE: a hand-set external name may name an account of this
-		// name but of another scope or team: never mint a key on it.
+		// name but of another scope or team (an instance account made by
+		// hand, another team's): it is not this MR's. Never mint a key on
+		// it, and never delete it: while the MR is deleted it reports
+		// only what is its own (a checkpoint), and Delete touches no
+		// account it did not observe here.
+		if meta.WasDeleted(cr) {
+			return e.leftBehind(ctx, cr)
+		}
 		return managed.ExternalObservation{}, err
 	}
 	e.observed = sa
@@ -346,8 +353,8 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	return managed.ExternalUpdate{ConnectionDetails: e.details(ks.token)}, e.deleteCheckpoint(ctx, cr)
 }
 
-// Delete deletes the account and so its keys, and the bootstrap checkpoint
-// if one is left.
+// Delete deletes the account Observe found to be this MR's (and so its keys),
+// and the bootstrap checkpoint if one is left.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalDelete, error) {
 	id, ok, err := generic.ExternalID(cr)
 	if err != nil || !ok {
@@ -360,6 +367,12 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	c, err := e.mustAdmin(ctx, cr, ks)
 	if err != nil {
 		return managed.ExternalDelete{}, err
+	}
+	if e.observed == nil || e.observed.ID != id {
+		// NOTE: Observe found no account of this MR's (gone, or one of
+		// another scope or team under its external name): only its own
+		// checkpoint goes.
+		return managed.ExternalDelete{}, e.deleteCheckpoint(ctx, cr)
 	}
 	err = c.DeleteServiceAccount(ctx, id)
 	if err != nil && !terdut.IsNotFound(err) && !e.ownKeyDied(cr, ks, err) {

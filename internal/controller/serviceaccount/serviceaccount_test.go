@@ -130,6 +130,23 @@ func (f *fixture) reconcile(t *testing.T, cr *v1alpha1.ServiceAccount) error {
 	return err
 }
 
+// delete is a reconcile of cr being deleted: Observe, then Delete when
+// Observe finds something of cr's.
+func (f *fixture) delete(t *testing.T, cr *v1alpha1.ServiceAccount) error {
+	t.Helper()
+	if !meta.WasDeleted(cr) {
+		now := metav1.Now()
+		cr.SetDeletionTimestamp(&now)
+	}
+	f.e.observed = nil
+	o, err := f.e.Observe(t.Context(), cr)
+	if err != nil || !o.ResourceExists {
+		return err
+	}
+	_, err = f.e.Delete(t.Context(), cr)
+	return err
+}
+
 func (f *fixture) secret(t *testing.T, name string) *corev1.Secret {
 	t.Helper()
 	s := &corev1.Secret{}
