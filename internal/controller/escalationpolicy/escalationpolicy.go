@@ -96,7 +96,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 	if meta.WasDeleted(cr) {
 		// NOTE: a policy being deleted needs no usernames: an unknown user
 		// must not block its removal.
-		if !ok {
+		if !ok || !ownTeam(cr, id) {
 			return managed.ExternalObservation{}, nil
 		}
 		cur, err := e.get(ctx, id)
@@ -190,13 +190,22 @@ func (e *external) put(ctx context.Context, teamID int64) error {
 // Delete writes the empty policy: the server has no DELETE for it.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.EscalationPolicy) (managed.ExternalDelete, error) {
 	id, ok, err := generic.ExternalID(cr)
-	if err != nil || !ok {
+	if err != nil || !ok || !ownTeam(cr, id) {
 		return managed.ExternalDelete{}, err
 	}
 	if err := e.api.PutEscalationPolicy(ctx, id, terdut.EscalationPolicy{}); err != nil && !terdut.IsNotFound(err) {
 		return managed.ExternalDelete{}, errors.Wrap(err, errDeletePolicy)
 	}
 	return managed.ExternalDelete{}, nil
+}
+
+// ownTeam reports whether the team id (the external name) is the team the
+// MR belongs to: the one the ownership checks proved to be a Team of its
+// namespace. Deleting an EscalationPolicy empties only that team's policy;
+// an external name set by hand to another team's ID empties nothing.
+func ownTeam(cr *v1alpha1.EscalationPolicy, id int64) bool {
+	t, ok := teamOf(cr)
+	return ok && t == id
 }
 
 // Disconnect does nothing: the client is cached and shared.

@@ -347,3 +347,32 @@ func TestDiffNormalisesDurations(t *testing.T) {
 		t.Error("Diff of different durations is empty")
 	}
 }
+
+// TestDeletingEmptiesOnlyItsOwnTeamsPolicy: a tenant's EscalationPolicy for
+// its own team, with another team's ID set by hand as its external name and
+// a finalizer of its own, is deleted: the other team's policy (its paging)
+// stays as it was.
+func TestDeletingEmptiesOnlyItsOwnTeamsPolicy(t *testing.T) {
+	f, own, alice := fixture(t)
+	victim := f.Team(t, "Payments")
+	if err := f.Client.PutEscalationPolicy(t.Context(), victim, serverPolicy(alice)); err != nil {
+		t.Fatal(err)
+	}
+	cr := policy(own, withID(victim), withDeletion())
+	e := &external{api: f.Client}
+	o, err := e.Observe(t.Context(), cr)
+	if err != nil {
+		t.Fatalf("Observe(...): %v", err)
+	}
+	if o.ResourceExists {
+		t.Errorf("Observe(...) of a policy being deleted reports team %d's policy as its own (its team is %d)", victim, own)
+	}
+	// Even a Delete the reconciler calls regardless.
+	if _, err := e.Delete(t.Context(), cr); err != nil {
+		t.Fatalf("Delete(...): %v", err)
+	}
+	got, err := f.Client.GetEscalationPolicy(t.Context(), victim)
+	if err != nil || got.IsEmpty() {
+		t.Errorf("team %d's policy after deleting another team's EscalationPolicy: %+v, %v; want it untouched", victim, got, err)
+	}
+}
