@@ -105,6 +105,10 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if err != nil {
 		return nil, err
 	}
+	conn.namespace = mg.GetNamespace()
+	conn.teamMR = func(ctx context.Context, teamID int64) (*v1alpha1.Team, error) {
+		return c.Owners.OwnTeam(ctx, mg, teamID)
+	}
 	cl, err := c.Credentials.Client(ctx, conn, mg)
 	if err != nil {
 		return nil, err

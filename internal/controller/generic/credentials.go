@@ -17,6 +17,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 )
 
@@ -63,9 +64,14 @@ func (bootstrapKey[M]) Client(_ context.Context, conn *Conn, _ M) (*terdut.Clien
 	return conn.WithKey("unauthenticated", "")
 }
 
-// TeamKey is a key scoped to the MR's team (seed §6.3-6.5): a child never
-// holds the instance key. teamOf returns the team once it is known. With
-// teamScopedCredentials off, it is the provider config's key.
+// TeamKey is a key scoped to the MR's team: a child never holds the
+// instance key, whether it creates, only observes or is being deleted.
+// teamOf returns the team once it is known. The key is its Team MR's: minted
+// only while a Team of the child's namespace holds the team and is not being
+// deleted, and revoked when that Team goes, whatever its management
+// policies. A child with no such Team (and no key kept) waits, with reason
+// WaitingForTeam. With teamScopedCredentials off, it is the provider
+// config's key.
 func TeamKey[M resource.ModernManaged](teamOf func(M) (int64, bool)) Credentials[M] {
 	return teamKey[M]{teamOf: teamOf}
 }
@@ -90,10 +96,11 @@ func (k teamKey[M]) Client(ctx context.Context, conn *Conn, mg M) (*terdut.Clien
 	case meta.WasDeleted(mg):
 		// NOTE: deleting a team deletes its rows (and its scoped key) on
 		// the server. A child deleted with its team, as a claim's are,
-		// may find the team gone: then so is the child, and minting a
-		// key for a team that does not exist would keep its finalizer
+		// may find the team gone: then so is the child, and waiting for
+		// a key of a team that does not exist would keep its finalizer
 		// forever. Only the server's own 404 counts (a list may omit a
-		// team that exists); any other error retries.
+		// team that exists); any other error retries. The provider reads
+		// this with the config's key; the child's client never gets it.
 		_, err := instance.ReadTeam(ctx, teamID)
 		if terdut.IsNotFound(err) {
 			return nil, nil
@@ -102,15 +109,11 @@ func (k teamKey[M]) Client(ctx context.Context, conn *Conn, mg M) (*terdut.Clien
 			return nil, errors.Wrapf(err, errGetTeamOfChild, teamID)
 		}
 	}
-	if meta.WasDeleted(mg) || !Allows(mg, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionDelete) {
-		// NOTE: a child that only observes, or is being deleted, mints
-		// no key: a key minted for it could outlive the Team that
-		// would revoke it (an orphaned Team is gone already). It uses
-		// the team's kept key, else the config's own for its reads or
-		// its one DELETE.
-		return conn.KeptTeamKey(ctx, teamID)
+	cl, err := conn.Team(ctx, teamID)
+	if w := (waitingForTeamError{}); errors.As(err, &w) {
+		mg.SetConditions(Unavailable(ReasonWaitingForTeam, w.Error()))
 	}
-	return conn.Team(ctx, teamID)
+	return cl, err
 }
 
 // Allows reports whether mg's management policies allow any of actions (no
@@ -170,6 +173,10 @@ type Conn struct {
 	base   terdut.Options
 	key    terdut.Secret
 	keyErr error
+	// teamMR finds the Team of the reconciled MR's namespace that holds a
+	// team (nil: none may be minted a key); namespace is that namespace.
+	teamMR    func(ctx context.Context, teamID int64) (*v1alpha1.Team, error)
+	namespace string
 }
 
 // Authenticated reports whether the provider config's key is there.
@@ -212,35 +219,52 @@ func (c *Conn) WithKey(purpose string, key terdut.Secret) (*terdut.Client, error
 	return c.client(c.Config.ID()+"/"+purpose, o)
 }
 
-// Team is the client with teamID's scoped key, minted on first need.
+// Team is the client with teamID's scoped key, minted on first need (and
+// again after a 401) while the team's Team MR lives (see TeamKey).
 func (c *Conn) Team(ctx context.Context, teamID int64) (*terdut.Client, error) {
 	instance, err := c.Instance()
 	if err != nil {
 		return nil, err
 	}
-	o, err := c.servers.TeamKeys.Options(ctx, c.Config, c.base, instance, teamID)
+	o, err := c.servers.TeamKeys.Options(ctx, c.Config, c.base, instance, teamID, c.mayMint(teamID))
 	if err != nil {
 		return nil, err
 	}
 	return c.client(teamOwner(c.Config, teamID), o)
 }
 
-// KeptTeamKey is the client with teamID's scoped key if one is kept, and
-// the config's own otherwise; it never mints one.
-func (c *Conn) KeptTeamKey(ctx context.Context, teamID int64) (*terdut.Client, error) {
-	instance, err := c.Instance()
-	if err != nil {
-		return nil, err
+// ReasonWaitingForTeam is the Ready=False reason of a child whose team has
+// no live Team MR in its namespace to own the team's key.
+const ReasonWaitingForTeam xpv2.ConditionReason = "WaitingForTeam"
+
+const (
+	errNoTeamMR      = "team %d has no Team in namespace %q that holds it, and no key of it is kept: a team's scoped key belongs to its Team, which revokes it when it goes. Waiting for that Team (managementPolicies [Observe] is enough); or remove this resource's finalizer to leave its object on the server"
+	errTeamMRDeleted = "Team %s/%s, which holds team %d, is being deleted and no key of it is kept: no key is minted that it could not revoke. Waiting for it to go"
+)
+
+// waitingForTeamError: a team key cannot be minted because no live Team
+// MR would own it.
+type waitingForTeamError struct{ error }
+
+// mayMint says whether a key of teamID may be minted now: only while a Team
+// of the MR's namespace holds the team and is not being deleted (it revokes
+// the key when it goes).
+func (c *Conn) mayMint(teamID int64) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if c.teamMR == nil {
+			return waitingForTeamError{errors.Errorf(errNoTeamMR, teamID, "")}
+		}
+		t, err := c.teamMR(ctx, teamID)
+		switch {
+		case err != nil:
+			return err
+		case t == nil:
+			return waitingForTeamError{errors.Errorf(errNoTeamMR, teamID, c.namespace)}
+		case meta.WasDeleted(t):
+			return waitingForTeamError{errors.Errorf(errTeamMRDeleted, t.GetNamespace(), t.GetName(), teamID)}
+		}
+		return nil
 	}
-	s, err := c.servers.TeamKeys.secret(ctx, c.servers.TeamKeys.Kube, c.Config, teamID)
-	if err != nil || token(s) == "" {
-		return instance, err
-	}
-	o := c.base
-	o.Token = token(s)
-	// NOTE: kept apart from the team's minting client (which re-mints on
-	// a 401): this one never does.
-	return c.client(teamOwner(c.Config, teamID)+"/kept", o)
 }
 
 // HoldsTeamKey reports whether a team-scoped key of teamID is still kept.

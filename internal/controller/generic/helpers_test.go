@@ -144,3 +144,6 @@ func statusCounting(s *runtime.Scheme, cr client.Object) (client.Client, func() 
 		return sent
 	}
 }
+
+// mayMint lets a team key be minted (a live Team MR holds the team).
+func mayMint(context.Context) error { return nil }

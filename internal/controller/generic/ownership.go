@@ -257,9 +257,21 @@ func (o Owners) CheckExternalName(ctx context.Context, mg resource.Managed) erro
 // external name of another tenant's team is refused itself, and must not
 // open that team to children.)
 func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64) error {
+	holder, err := o.OwnTeam(ctx, mg, teamID)
+	if err != nil || holder != nil {
+		return err
+	}
+	return o.refuse(mg, ReasonTeamNotInNamespace, fmt.Sprintf(errForeignTeam, teamID, mg.GetNamespace(), o.Kind))
+}
+
+// OwnTeam returns the Team MR of mg's namespace, on mg's server, that holds
+// team teamID (it observed it, and no other Team outranks it); nil when
+// there is none. Its team's scoped key is that Team's: minted for its
+// children while it lives, revoked when it goes.
+func (o Owners) OwnTeam(ctx context.Context, mg resource.Managed, teamID int64) (*v1alpha1.Team, error) {
 	teams := &v1alpha1.TeamList{}
 	if err := o.Kube.List(ctx, teams, o.byExternalName(FormatID(teamID))...); err != nil {
-		return errors.Wrap(err, errListManagers)
+		return nil, errors.Wrap(err, errListManagers)
 	}
 	ranks := teamOwners()
 	var holder *v1alpha1.Team
@@ -270,7 +282,7 @@ func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64
 		}
 		same, err := o.sameServer(ctx, mg, t)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !same {
 			continue
@@ -280,9 +292,9 @@ func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64
 		}
 	}
 	if holder != nil && holder.GetNamespace() == mg.GetNamespace() && ranks.holds(holder) {
-		return nil
+		return holder, nil
 	}
-	return o.refuse(mg, ReasonTeamNotInNamespace, fmt.Sprintf(errForeignTeam, teamID, mg.GetNamespace(), o.Kind))
+	return nil, nil //nolint:nilnil // No Team holds it: a state, not an error.
 }
 
 // teamOwners are Owners that tell a Team holding its server object (it

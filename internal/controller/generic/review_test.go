@@ -68,7 +68,7 @@ func TestTeamKeysMintOnlyOnTheTeamsOwnAccount(t *testing.T) {
 	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
 	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
-	if _, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID); err == nil {
+	if _, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint); err == nil {
 		t.Error("a team key was handed out from an account of another team")
 	}
 	for _, a := range double.Snapshot().ServiceAccounts {
@@ -157,9 +157,10 @@ func observedTeamOwners(teamOf func(*v1alpha1.Team) (int64, bool)) connectorOpti
 	}
 }
 
-// TestObserveOnlyChildMintsNoKey (review item 11): a child that only
-// observes writes nothing to the server, a team key included.
-func TestObserveOnlyChildMintsNoKey(t *testing.T) {
+// TestAnObserveOnlyChildUsesItsTeamsKey: a child that only observes reads
+// with its team's scoped key (owned by its Team, which revokes it when it
+// goes), never with the provider config's instance key.
+func TestAnObserveOnlyChildUsesItsTeamsKey(t *testing.T) {
 	team := mgTeam("team-a", "platform", "t", "", "default", time.Hour)
 	double, teamID, kube := childWorld(t, team)
 	SetExternalID(team, teamID)
@@ -174,45 +175,98 @@ func TestObserveOnlyChildMintsNoKey(t *testing.T) {
 	if _, err := c.Connect(t.Context(), child); err != nil {
 		t.Fatal(err)
 	}
-	if n := double.Count("POST /api/service-accounts"); n != 0 {
-		t.Errorf("an Observe-only child made %d service accounts on the server", n)
-	}
-	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 0 {
-		t.Errorf("an Observe-only child minted %d keys", n)
-	}
 	if c.got.Client == nil {
-		t.Error("an Observe-only child got no client to observe with")
+		t.Fatal("an Observe-only child got no client to observe with")
+	}
+	if _, err := c.got.Client.GetTeamByName(t.Context(), "Platform"); !terdut.IsForbidden(err) {
+		t.Errorf("an Observe-only child's client listed every team (%v): it holds the instance key", err)
+	}
+	if _, err := c.got.Client.ListDeadmanSwitches(t.Context(), teamID); err != nil {
+		t.Errorf("an Observe-only child cannot read its own team with its client: %v", err)
+	}
+	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 1 {
+		t.Errorf("%d team keys minted for the Observe-only child, want its team's one", n)
 	}
 }
 
-// TestChildOfAnOrphanedTeamStillDeletes (review item 5): a Team MR removed
-// with policies without Delete leaves its team on the server; a child of
-// it, deleted after, must still delete its own object there (it observed it
-// while its team was held), not be let go untouched.
-func TestChildOfAnOrphanedTeamStillDeletes(t *testing.T) {
-	double, teamID, kube := childWorld(t)
-	teamOf := func(*v1alpha1.Team) (int64, bool) { return teamID, true }
-	c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), observedTeamOwners(teamOf))
-	child := mgTeam("team-a", "child", "c", "", "default", 0)
-	SetExternalID(child, 42)
-	child.Status.AtProvider.ID = 42
-	now := metav1.Now()
-	child.DeletionTimestamp = &now
-	ext, err := c.Connect(t.Context(), child)
-	if err != nil {
-		t.Fatal(err)
+// TestAChildWithoutALiveTeamWaits: a team's key is its Team's, so a child
+// whose Team is gone (removed without Delete: the team stays on the server)
+// or being deleted mints none, and never falls back to the provider config's
+// instance key: it waits, with reason WaitingForTeam. One that never
+// observed its object is let go untouched.
+func TestAChildWithoutALiveTeamWaits(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		teams    func(teamID int64) []client.Object
+		deleting bool
+		// says is what the condition's message must say.
+		says string
+	}{
+		"TeamGoneChildDeleted": {
+			reason:   "its Team was removed without Delete (its key revoked); the child is deleted after it",
+			teams:    func(int64) []client.Object { return nil },
+			deleting: true,
+			says:     "has no Team in namespace \"team-a\"",
+		},
+		"TeamBeingDeleted": {
+			reason:   "its Team is being deleted: a key minted now would outlive the revoke",
+			deleting: true,
+			says:     "is being deleted",
+			teams: func(teamID int64) []client.Object {
+				tm := mgTeam("team-a", "platform", "t", FormatID(teamID), "default", time.Hour)
+				tm.Status.AtProvider.ID = teamID
+				tm.Finalizers = []string{"finalizer.managedresource.crossplane.io"}
+				return []client.Object{tm}
+			},
+		},
 	}
-	if _, isUntouched := ext.(untouched[*v1alpha1.Team]); isUntouched || c.got.Client == nil {
-		t.Error("the child of an orphaned team was let go without deleting its object on the server")
-	}
-	if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 0 {
-		t.Errorf("%d team keys minted for a delete after the Team is gone (nobody would revoke them)", n)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			double, teamID, kube := childWorld(t)
+			for _, o := range tc.teams(teamID) {
+				// Made, then deleted: it stays, being deleted, while
+				// its finalizer does.
+				if err := kube.Create(t.Context(), o); err != nil {
+					t.Fatal(err)
+				}
+				if err := kube.Delete(t.Context(), o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			teamOf := func(*v1alpha1.Team) (int64, bool) { return teamID, true }
+			c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), observedTeamOwners(teamOf))
+			child := mgTeam("team-a", "child", "c", "", "default", 0)
+			SetExternalID(child, 42)
+			child.Status.AtProvider.ID = 42
+			child.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionDelete})
+			if tc.deleting {
+				now := metav1.Now()
+				child.DeletionTimestamp = &now
+			}
+			ext, err := c.Connect(t.Context(), child)
+			if err == nil {
+				t.Errorf("%s\nConnect: no error (external client %T); want the child to wait", tc.reason, ext)
+			}
+			if c.got != nil && c.got.Client != nil {
+				t.Errorf("%s\nthe child got a client", tc.reason)
+			}
+			if c := child.GetCondition(xpv2.TypeReady); c.Reason != ReasonWaitingForTeam || !strings.Contains(c.Message, tc.says) {
+				t.Errorf("%s\nReady %q %q, want %q saying %q", tc.reason, c.Reason, c.Message, ReasonWaitingForTeam, tc.says)
+			}
+			if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 0 {
+				t.Errorf("%s\n%d team keys minted with no live Team to revoke them", tc.reason, n)
+			}
+		})
 	}
 
 	// One that never observed its object (a hand-set external name) is
-	// still refused and let go untouched.
+	// refused and let go untouched.
+	_, teamID, kube := childWorld(t)
+	teamOf := func(*v1alpha1.Team) (int64, bool) { return teamID, true }
+	c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), observedTeamOwners(teamOf))
 	grab := mgTeam("team-a", "grab", "g", "", "default", 0)
 	SetExternalID(grab, 43)
+	now := metav1.Now()
 	grab.DeletionTimestamp = &now
 	if ext, err := c.Connect(t.Context(), grab); err != nil {
 		t.Fatal(err)
@@ -233,7 +287,7 @@ func TestRevokeOfTheReplacedTeamKeyIsRetried(t *testing.T) {
 	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
 	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
-	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID)
+	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +299,7 @@ func TestRevokeOfTheReplacedTeamKeyIsRetried(t *testing.T) {
 	if !double.Verify(first.Reveal()).Valid {
 		t.Fatal("the replaced key was revoked at once: the injected 503 did not apply")
 	}
-	if _, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID); err != nil {
+	if _, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint); err != nil {
 		t.Fatalf("the next use of the team key: %v", err)
 	}
 	if double.Verify(first.Reveal()).Valid {

@@ -172,8 +172,9 @@ func OfTeam(teamID *int64) string {
 }
 
 // Options returns client options for teamID's key, minting it first when
-// there is none. base carries the config's endpoint, CA and timeout.
-func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options, instance *terdut.Client, teamID int64) (terdut.Options, error) {
+// there is none (and again after a 401), each time only if mayMint allows
+// it. base carries the config's endpoint, CA and timeout.
+func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options, instance *terdut.Client, teamID int64, mayMint func(context.Context) error) (terdut.Options, error) {
 	// NOTE: from the cache only: when it has no key, mintIfMissing reads
 	// past it, under the team's lock, before it mints. Reading past it here
 	// too cost a second read of the API server for each child of a team
@@ -181,7 +182,7 @@ func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options,
 	s, err := k.secret(ctx, CachedOnly(k.Kube), cfg, teamID)
 	tok := token(s)
 	if err == nil && tok == "" {
-		tok, err = k.mintIfMissing(ctx, cfg, instance, teamID)
+		tok, err = k.mintIfMissing(ctx, cfg, instance, teamID, mayMint)
 	}
 	if err == nil && len(pendingRevocations(s)) > 0 {
 		err = k.revokePending(ctx, cfg, instance, teamID)
@@ -190,7 +191,12 @@ func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options,
 		return terdut.Options{}, err
 	}
 	base.Token = tok
-	base.Refresh = func(ctx context.Context) (terdut.Secret, error) { return k.remint(ctx, cfg, instance, teamID) }
+	base.Refresh = func(ctx context.Context) (terdut.Secret, error) {
+		if err := mayMint(ctx); err != nil {
+			return "", err
+		}
+		return k.remint(ctx, cfg, instance, teamID)
+	}
 	return base, nil
 }
 
@@ -220,7 +226,7 @@ func token(s *corev1.Secret) terdut.Secret {
 // NOTE: a team's children come at once, and each waited for the lock and
 // then read the Secret past the cache in turn: beside a burst of another
 // namespace, a third of a second for a team's third child.
-func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
+func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, mayMint func(context.Context) error) (terdut.Secret, error) {
 	name := SecretName(cfg, teamID)
 	defer k.lock(name)()
 	if tok := k.fresh(name); tok != "" {
@@ -229,6 +235,9 @@ func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terd
 	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
 	if tok := token(s); err != nil || tok != "" {
 		return tok, err
+	}
+	if err := mayMint(ctx); err != nil {
+		return "", err
 	}
 	return k.mint(ctx, cfg, instance, teamID, s)
 }

@@ -32,7 +32,7 @@ func TestTeamKeys(t *testing.T) {
 	cfg.Spec.Endpoint = hs.URL
 	base := terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"}
 
-	o, err := k.Options(t.Context(), cfg, base, instance, team.ID)
+	o, err := k.Options(t.Context(), cfg, base, instance, team.ID, mayMint)
 	if err != nil {
 		t.Fatalf("Options: %v", err)
 	}
@@ -56,7 +56,7 @@ func TestTeamKeys(t *testing.T) {
 	}
 
 	posts := double.Count("POST /api/service-accounts/{id}/keys")
-	if _, err := k.Options(t.Context(), cfg, base, instance, team.ID); err != nil || double.Count("POST /api/service-accounts/{id}/keys") != posts {
+	if _, err := k.Options(t.Context(), cfg, base, instance, team.ID, mayMint); err != nil || double.Count("POST /api/service-accounts/{id}/keys") != posts {
 		t.Errorf("a second Options minted again (%v); want the kept key reused", err)
 	}
 
@@ -132,7 +132,7 @@ func TestTeamKeysMintOnceWhileCacheLags(t *testing.T) {
 	var wg sync.WaitGroup
 	for range children {
 		wg.Go(func() {
-			o, err := k.Options(t.Context(), cfg, base, instance, team.ID)
+			o, err := k.Options(t.Context(), cfg, base, instance, team.ID, mayMint)
 			toks <- o.Token
 			errs <- err
 		})
@@ -224,14 +224,14 @@ func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
 			want:     want{untouched: true},
 		},
 		"TeamThere": {
-			reason:   "a child deleted while its team exists deletes its object; with no team key kept it mints none (the key could outlive the Team that would revoke it, review item 11)",
+			reason:   "a child deleted while its team exists deletes its object with its team's key, minted for its live Team (which revokes it), never the instance key",
 			deleting: true, teamKnown: true,
-			want: want{mints: 0},
+			want: want{mints: 1},
 		},
 		"TeamMissingFromTheList": {
-			reason:   "a list of teams that omits the child's team is not read as the team gone: only the server's own 404 is (review item 14)",
+			reason:   "a list of teams that omits the child's team is not read as the team gone: only the server's own 404 is",
 			deleting: true, teamKnown: true, listOmitsTeam: true,
-			want: want{mints: 0},
+			want: want{mints: 1},
 		},
 		"ServerError": {
 			reason:   "a 5xx while checking the team is not read as gone",
@@ -331,7 +331,7 @@ func TestRemintRevokesTheReplacedKey(t *testing.T) {
 	k := &TeamKeys{Kube: kube, Namespace: "crossplane-system"}
 	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
-	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID)
+	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,14 +368,14 @@ func TestTeamKeysReadPastTheCacheOnce(t *testing.T) {
 	})
 	k := &TeamKeys{Kube: SecretsPastTheCache(f.cache, api), Reader: api, Namespace: "crossplane-system"}
 
-	first, err := k.Options(t.Context(), cfg, base, instance, team.ID)
+	first, err := k.Options(t.Context(), cfg, base, instance, team.ID, mayMint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if direct != 1 {
 		t.Errorf("the first child read the API server %d times before it minted, want 1", direct)
 	}
-	second, err := k.Options(t.Context(), cfg, base, instance, team.ID)
+	second, err := k.Options(t.Context(), cfg, base, instance, team.ID, mayMint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestTeamKeysReadPastTheCacheOnce(t *testing.T) {
 	// show it to reads the Secret past the cache again, and mints none.
 	name := SecretName(cfg, team.ID)
 	k.written[name] = writtenKey{token: first.Token, at: time.Now().Add(-freshFor)}
-	third, err := k.Options(t.Context(), cfg, base, instance, team.ID)
+	third, err := k.Options(t.Context(), cfg, base, instance, team.ID, mayMint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,5 +405,50 @@ func TestTeamKeysReadPastTheCacheOnce(t *testing.T) {
 	}
 	if k.fresh(name) != "" {
 		t.Error("the revoked team's key is still kept as fresh")
+	}
+}
+
+// TestNoTeamKeyIsMintedOnceItsTeamGoes: a Team removed without Delete
+// revokes its team's key before its finalizer goes; a child's request
+// answered 401 meanwhile must not mint the key again (a live key nobody
+// would revoke): once mayMint refuses, a 401 stays a 401.
+func TestNoTeamKeyIsMintedOnceItsTeamGoes(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg.Spec.Endpoint = hs.URL
+	teamLives := true
+	may := func(context.Context) error {
+		if teamLives {
+			return nil
+		}
+		return waitingForTeamError{kerrors.NewBadRequest("the Team is being deleted")}
+	}
+	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, may)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, _ := terdut.New(o)
+	// The Team is deleted with an Orphan policy: its key is revoked.
+	teamLives = false
+	if err := k.Revoke(t.Context(), cfg, instance, team.ID); err != nil {
+		t.Fatal(err)
+	}
+	mints := double.Count("POST /api/service-accounts/{id}/keys")
+	if _, err := tc.ListDeadmanSwitches(t.Context(), team.ID); err == nil {
+		t.Error("a child's request with the revoked key succeeded")
+	}
+	if _, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, may); err == nil {
+		t.Error("Options minted a new key for a team whose Team is being deleted")
+	}
+	if n := double.Count("POST /api/service-accounts/{id}/keys") - mints; n != 0 {
+		t.Errorf("%d keys minted after the Team's revoke: nobody would revoke them", n)
+	}
+	if n := len(double.Snapshot().ServiceAccounts); n != 0 {
+		t.Errorf("%d team key accounts on the server after the revoke, want 0", n)
 	}
 }
