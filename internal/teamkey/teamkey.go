@@ -1,11 +1,11 @@
 // Package teamkey names the Secrets the provider keeps a team's scoped key
-// in (seed §6.3), so that the provider, which writes them, and the
-// composition function, which tells a TerdutTeam's owner where they are,
-// derive the same name.
+// in, so that the provider, which writes them, and the composition function,
+// which tells a TerdutTeam's owner where they are, derive the same name.
 package teamkey
 
 import (
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/hex"
 	"strconv"
 )
@@ -22,11 +22,17 @@ func ConfigID(kind, namespace, name string) string {
 	return kind + "/" + namespace + "/" + name
 }
 
+// hashes is lower-case base32 without padding: valid in Secret names and
+// label values.
+var hashes = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
 // ConfigHash names a provider config and its server in Secret names and
-// labels.
+// labels: all 256 bits of a SHA-256 of both, 52 characters. A tenant chooses
+// its ProviderConfig's name and endpoint freely, so a shorter hash could be
+// searched for a pair that names another config's team key Secret.
 func ConfigHash(configID, endpoint string) string {
 	h := sha256.Sum256([]byte(configID + "\x00" + endpoint))
-	return hex.EncodeToString(h[:5])
+	return hashes.EncodeToString(h[:])
 }
 
 // SecretName is the name of the Secret, in the provider's namespace, that
@@ -34,4 +40,13 @@ func ConfigHash(configID, endpoint string) string {
 // configID at endpoint.
 func SecretName(configID, endpoint string, teamID int64) string {
 	return "terdut-team-" + ConfigHash(configID, endpoint) + "-" + strconv.FormatInt(teamID, 10)
+}
+
+// LegacySecretName is the name releases before the full-length hash gave
+// that Secret (40 bits of the hash). It is only read, to carry a key it holds
+// over to SecretName once its recorded provider config and endpoint are
+// checked, and then deleted.
+func LegacySecretName(configID, endpoint string, teamID int64) string {
+	h := sha256.Sum256([]byte(configID + "\x00" + endpoint))
+	return "terdut-team-" + hex.EncodeToString(h[:5]) + "-" + strconv.FormatInt(teamID, 10)
 }

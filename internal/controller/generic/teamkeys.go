@@ -200,15 +200,69 @@ func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options,
 	return base, nil
 }
 
-// secret is the team's key Secret as r reads it; nil when there is none.
+// secret is the team's key Secret as r reads it; nil when there is none. A
+// Secret of that name that records another provider config or endpoint is
+// an error: it is never used, written or deleted.
 func (k *TeamKeys) secret(ctx context.Context, r client.Reader, cfg Config, teamID int64) (*corev1.Secret, error) {
-	name := SecretName(cfg, teamID)
+	return k.secretNamed(ctx, r, cfg, SecretName(cfg, teamID))
+}
+
+func (k *TeamKeys) secretNamed(ctx context.Context, r client.Reader, cfg Config, name string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: name}, s)
 	if kerrors.IsNotFound(err) {
 		return nil, nil //nolint:nilnil // No Secret is a state, not an error.
 	}
-	return s, errors.Wrapf(err, errGetTeamKey, k.Namespace, name)
+	if err != nil {
+		return nil, errors.Wrapf(err, errGetTeamKey, k.Namespace, name)
+	}
+	if !recordedFor(s, cfg) {
+		return nil, errors.Errorf(errForeignTeamKey, k.Namespace, name, cfg.Kind, cfg.Name)
+	}
+	return s, nil
+}
+
+const errForeignTeamKey = "team key Secret %s/%s was written for another provider config or endpoint than %s %q: it is neither used, written nor deleted for this one"
+
+// recordedFor reports whether team key Secret s was written for cfg: its
+// recorded provider config and endpoint are cfg's. Its name is derived from
+// both, but a name is only a hash: the key goes only where it was minted.
+func recordedFor(s *corev1.Secret, cfg Config) bool {
+	return s.Annotations[AnnotationConfig] == cfg.ID() && string(s.Data[keyEndpoint]) == cfg.Spec.Endpoint
+}
+
+// carryOver moves a team key a release before the full-length Secret names
+// kept under the legacy name to the current one (its recorded provider
+// config and endpoint checked), so an upgrade neither re-mints every team's
+// key nor leaves the old ones valid in Secrets nobody reads. It returns the
+// key, or nothing when there is no legacy Secret of cfg's.
+func (k *TeamKeys) carryOver(ctx context.Context, cfg Config, teamID int64) (terdut.Secret, error) {
+	// NOTE: from the cache only: legacy Secrets are old and carry the
+	// provider's label, so the cache holds them; a read past it would cost
+	// every team's first mint a second read of the API server. One the
+	// cache missed is left to the team's Revoke, which deletes it too.
+	old, err := k.secretNamed(ctx, CachedOnly(k.Kube), cfg, legacySecretName(cfg, teamID))
+	if err != nil || token(old) == "" {
+		// NOTE: a legacy name holding another config's Secret is not
+		// this team's key: it is left alone, and a key is minted.
+		return "", nil //nolint:nilerr // Only a Secret of cfg's is carried over.
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: SecretName(cfg, teamID), Labels: old.Labels, Annotations: old.Annotations}, Data: old.Data}
+	s.Labels[LabelProviderConfig] = configHash(cfg)
+	if err := k.Kube.Create(ctx, s); err != nil {
+		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
+	}
+	k.wrote(s.Name, token(s))
+	if err := k.Kube.Delete(ctx, old); err != nil && !kerrors.IsNotFound(err) {
+		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, old.Name)
+	}
+	return token(s), nil
+}
+
+// legacySecretName is the name releases before the full-length hash kept a
+// team's key Secret under.
+func legacySecretName(cfg Config, teamID int64) string {
+	return teamkey.LegacySecretName(cfg.ID(), cfg.Spec.Endpoint, teamID)
 }
 
 // token is the key a team key Secret holds; empty when there is none.
@@ -235,6 +289,11 @@ func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terd
 	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
 	if tok := token(s); err != nil || tok != "" {
 		return tok, err
+	}
+	if s == nil {
+		if tok, err := k.carryOver(ctx, cfg, teamID); err != nil || tok != "" {
+			return tok, err
+		}
 	}
 	if err := mayMint(ctx); err != nil {
 		return "", err
@@ -422,9 +481,17 @@ func (k *TeamKeys) Revoke(ctx context.Context, cfg Config, instance *terdut.Clie
 			return errors.Wrapf(err, errRevokeTeamKey, teamID)
 		}
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: SecretName(cfg, teamID)}}
-	if err := k.Kube.Delete(ctx, s); err != nil && !kerrors.IsNotFound(err) {
-		return errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
+	for _, name := range []string{SecretName(cfg, teamID), legacySecretName(cfg, teamID)} {
+		s, err := k.secretNamed(ctx, k.Kube, cfg, name)
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			continue
+		}
+		if err := k.Kube.Delete(ctx, s); err != nil && !kerrors.IsNotFound(err) {
+			return errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
+		}
 	}
 	return nil
 }

@@ -452,3 +452,92 @@ func TestNoTeamKeyIsMintedOnceItsTeamGoes(t *testing.T) {
 		t.Errorf("%d team key accounts on the server after the revoke, want 0", n)
 	}
 }
+
+// TestATeamKeySecretGoesOnlyWhereItWasMinted: a team key Secret is found
+// by a name derived from its provider config and endpoint, but a name is
+// only a hash: one that records another config or endpoint (a tenant's
+// config found to hash to it) is never handed out, overwritten or deleted.
+func TestATeamKeySecretGoesOnlyWhereItWasMinted(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	tenant := Config{Kind: "ProviderConfig", Name: "mine", Namespace: "team-b", Spec: spec("team-b", "creds")}
+	tenant.Spec.Endpoint = hs.URL
+	victims := map[string]*corev1.Secret{
+		"another config": teamKeySecret(SecretName(tenant, team.ID), "ClusterProviderConfig/platform", hs.URL, "tdk_victims_key"),
+		"another server": teamKeySecret(SecretName(tenant, team.ID), tenant.ID(), "https://elsewhere.example", "tdk_victims_key"),
+	}
+	for name, victim := range victims {
+		t.Run(name, func(t *testing.T) {
+			kube := fakeBuilder(t).WithObjects(victim.DeepCopy()).Build()
+			k := &TeamKeys{Kube: kube, Namespace: "crossplane-system"}
+			o, err := k.Options(t.Context(), tenant, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint)
+			if err == nil || o.Token == "tdk_victims_key" {
+				t.Errorf("Options = token %t, %v; want an error and not the other config's key", o.Token == "tdk_victims_key", err)
+			}
+			if err := k.Revoke(t.Context(), tenant, instance, team.ID); err == nil {
+				t.Error("Revoke of a Secret recorded for another config: no error")
+			}
+			got := &corev1.Secret{}
+			if err := kube.Get(t.Context(), client.ObjectKeyFromObject(victim), got); err != nil || string(got.Data["token"]) != "tdk_victims_key" {
+				t.Errorf("the other config's Secret after Options and Revoke: %v, key kept %t; want it untouched", err, err == nil && string(got.Data["token"]) == "tdk_victims_key")
+			}
+		})
+	}
+}
+
+// TestALegacyTeamKeyIsCarriedOver: a key kept under the name releases before
+// the full-length hash used is moved to the current name (no key minted, the
+// old Secret gone) when it records this config and endpoint, and left alone
+// when it does not.
+func TestALegacyTeamKeyIsCarriedOver(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg.Spec.Endpoint = hs.URL
+	for name, tc := range map[string]struct {
+		recorded string
+		carried  bool
+	}{
+		"Ours":   {recorded: cfg.ID(), carried: true},
+		"Theirs": {recorded: "ClusterProviderConfig/other"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			legacy := teamKeySecret(legacySecretName(cfg, team.ID), tc.recorded, hs.URL, "tdk_kept_before_the_upgrade")
+			kube := fakeBuilder(t).WithObjects(legacy).Build()
+			k := &TeamKeys{Kube: kube, Namespace: "crossplane-system"}
+			mints := double.Count("POST /api/service-accounts/{id}/keys")
+			o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			minted := double.Count("POST /api/service-accounts/{id}/keys") - mints
+			oldGone := kerrors.IsNotFound(kube.Get(t.Context(), client.ObjectKeyFromObject(legacy), &corev1.Secret{}))
+			if got := o.Token == "tdk_kept_before_the_upgrade"; got != tc.carried || (minted == 0) != tc.carried || oldGone != tc.carried {
+				t.Errorf("kept key used %t, %d minted, legacy Secret gone %t; want %t, carried over: %t", got, minted, oldGone, tc.carried, tc.carried)
+			}
+			cur := &corev1.Secret{}
+			if err := kube.Get(t.Context(), types.NamespacedName{Namespace: "crossplane-system", Name: SecretName(cfg, team.ID)}, cur); err != nil || !recordedFor(cur, cfg) {
+				t.Errorf("the team's key Secret under its current name: %v", err)
+			}
+		})
+	}
+}
+
+// teamKeySecret is a team key Secret of the given name, recorded for config
+// configID at endpoint.
+func teamKeySecret(name, configID, endpoint, key string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "crossplane-system", Name: name,
+			Labels:      map[string]string{LabelManagedBy: ManagedBy},
+			Annotations: map[string]string{AnnotationConfig: configID},
+		},
+		Data: map[string][]byte{keyToken: []byte(key), keyEndpoint: []byte(endpoint), keyAccountID: []byte("99"), keyKeyID: []byte("98")},
+	}
+}
