@@ -3,6 +3,7 @@ package terdut
 import (
 	"crypto/sha256"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,17 @@ func NewCache() *Cache {
 	return &Cache{entries: map[string]cacheEntry{}, newFn: New, servers: map[string]*server{}}
 }
 
+// NormalEndpoint is the endpoint as it names a server: scheme and host
+// without case, no trailing slash. NOTE: two names of one server (a
+// Service's DNS name and its IP) are not found out.
+func NormalEndpoint(e string) string {
+	u, err := url.Parse(strings.TrimRight(strings.TrimSpace(e), "/"))
+	if err != nil {
+		return e
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + u.Path
+}
+
 // digest hashes everything that makes two clients differ. The token is
 // hashed, never kept as a map key.
 func digest(o Options) [sha256.Size]byte {
@@ -71,10 +83,13 @@ func (c *Cache) Get(owner string, o Options) (*Client, error) {
 	if e, ok := c.entries[owner]; ok && e.digest == d {
 		return e.client, nil
 	}
-	srv, ok := c.servers[o.Endpoint]
+	// NOTE: by the endpoint as it names the server: "http://X:8080/" and
+	// "http://x:8080" are one server, with one pace and one set of lists.
+	endpoint := NormalEndpoint(o.Endpoint)
+	srv, ok := c.servers[endpoint]
 	if !ok {
 		srv = &server{limiter: newLimiter(), transports: map[[sha256.Size]byte]*http.Transport{}}
-		c.servers[o.Endpoint] = srv
+		c.servers[endpoint] = srv
 	}
 	if o.Transport == nil {
 		ca := sha256.Sum256(o.CABundle)
@@ -100,7 +115,7 @@ func (c *Cache) Get(owner string, o Options) (*Client, error) {
 		}
 		cl.lists = srv.lists
 	}
-	c.entries[owner] = cacheEntry{digest: d, endpoint: o.Endpoint, client: cl}
+	c.entries[owner] = cacheEntry{digest: d, endpoint: endpoint, client: cl}
 	c.prune()
 	return cl, nil
 }

@@ -320,3 +320,46 @@ func TestKeysOfAServerShareConnections(t *testing.T) {
 		t.Errorf("after the last config of a server is forgotten, %d servers are still kept", len(c.servers))
 	}
 }
+
+// Two spellings of one server's endpoint are one server: one pace (its
+// stated rate is not exceeded by the sum of two limiters) and one set of
+// lists (a write through either drops what the other would show).
+func TestOneServerUnderTwoSpellings(t *testing.T) {
+	var lists atomic.Int32
+	var made atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost:
+			made.Store(true)
+			_, _ = w.Write([]byte(`{"id": 7, "kind": "alertmanager", "name": "am"}`))
+		case made.Load():
+			lists.Add(1)
+			_, _ = w.Write([]byte(`[{"id": 7, "kind": "alertmanager", "name": "am"}]`))
+		default:
+			lists.Add(1)
+			_, _ = w.Write([]byte("[]"))
+		}
+	}))
+	defer srv.Close()
+	c := NewCache()
+	a, err := c.Get("ProviderConfig/a/x", Options{Endpoint: srv.URL, Token: "tdk_a", ListMaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Get("ProviderConfig/b/x", Options{Endpoint: strings.Replace(srv.URL, "http://", "HTTP://", 1) + "/", Token: "tdk_a", ListMaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.limiter != b.limiter || a.lists != b.lists {
+		t.Errorf("one server under two spellings: shared limiter %t, shared lists %t; want both", a.limiter == b.limiter, a.lists == b.lists)
+	}
+	if l, err := a.ListIntegrations(t.Context(), 1); err != nil || len(l) != 0 {
+		t.Fatalf("first list: %v, %v", l, err)
+	}
+	if _, err := b.CreateIntegration(t.Context(), 1, "alertmanager", "am"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := a.ListIntegrations(t.Context(), 1); err != nil || len(l) != 1 {
+		t.Errorf("after a create through the other spelling, the list shows %d integrations (%v), want 1", len(l), err)
+	}
+}

@@ -3,8 +3,6 @@ package generic
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,6 +13,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 )
 
 // Reasons of the ownership checks.
@@ -126,18 +125,10 @@ func (o Owners) sameServer(ctx context.Context, a, b resource.Managed) (bool, er
 	return SameEndpoint(ca.Spec.Endpoint, cb.Spec.Endpoint), nil
 }
 
-// SameEndpoint reports whether two endpoints name the same server: scheme
-// and host compared without case, a trailing slash ignored. NOTE: two names
-// of one server (a Service's DNS name and its IP) are not found out.
+// SameEndpoint reports whether two endpoints name the same server (see
+// terdut.NormalEndpoint).
 func SameEndpoint(a, b string) bool {
-	norm := func(e string) string {
-		u, err := url.Parse(strings.TrimRight(strings.TrimSpace(e), "/"))
-		if err != nil {
-			return e
-		}
-		return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + u.Path
-	}
-	return norm(a) == norm(b)
+	return terdut.NormalEndpoint(a) == terdut.NormalEndpoint(b)
 }
 
 // precedes says whether a was there first: older, then by namespace/name.
