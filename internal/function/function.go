@@ -186,7 +186,11 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if server != "" {
+		// NOTE: only a team its server admitted holds the server (its
+		// Team holds a team there): a team that names a server that does
+		// not admit its namespace has nothing there to delete first, and
+		// must not keep the server from being deleted.
+		if server != "" && st.TeamID > 0 {
 			held, err := teamHoldsServer(req, rsp, n, out, xr.GetName(), server, TeamProviderConfig(n, &xr.Spec).Name, in.ProviderNamespace)
 			if err != nil {
 				return nil, nil, nil, err

@@ -179,7 +179,9 @@ func TestTeamServerStatus(t *testing.T) {
 // A team holds its server while it exists: the ClusterUsage names the
 // XTerdutServer that composed the team's provider config, and the team's
 // own composite as its user. A provider config no server composed holds
-// nothing.
+// nothing, and neither does a team the server's config does not admit (its
+// Team never held a team there): else any tenant could block the deletion of
+// any server by naming it.
 func TestTeamHoldsServer(t *testing.T) {
 	cpc := func(owner string) map[string]*fnv1.Resources {
 		return map[string]*fnv1.Resources{requiredProviderConfig: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(
@@ -192,11 +194,19 @@ func TestTeamHoldsServer(t *testing.T) {
 	}
 	byServer := `[{"apiVersion": "platform.terdut.ryuvia.com/v1alpha1", "kind": "XTerdutServer", "name": "terdut-x7k2p", "uid": "u1", "controller": true}]`
 	account := `"of":{"apiVersion":"terdut.ryuvia.com/v1alpha1","kind":"ServiceAccount","resourceRef":{"name":"platform-oncall.terdut-instance","namespace":"crossplane-system"}},"replayDeletion":true}`
+	admitted := map[string]*fnv1.Resource{NameTeam: observed("Team", "terdut.ryuvia.com/v1alpha1", "team-a", "web", `{"atProvider": {"id": 42}, "conditions": [{"type": "Ready", "status": "True"}]}`)}
 	cases := map[string]struct {
 		required map[string]*fnv1.Resources
+		// refused: the Team is refused (RefNotPermitted) and holds no
+		// team; otherwise it holds team 42.
+		refused  bool
 		want     string            // the ClusterUsage's spec as JSON; "" for none
 		accounts map[string]string // the MRs' Usages of the server's ServiceAccount: namespace/name to spec
 	}{
+		"NotAdmitted": {
+			required: withAccount(cpc(byServer)),
+			refused:  true,
+		},
 		"ComposedByServerBootstrapped": {
 			required: withAccount(cpc(byServer)),
 			want: `{"by":{"apiVersion":"platform.terdut.ryuvia.com/v1alpha1","kind":"XTerdutTeam","resourceRef":{"name":"web-5xq2z"}},` +
@@ -221,8 +231,12 @@ func TestTeamHoldsServer(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			obs := admitted
+			if tc.refused {
+				obs = map[string]*fnv1.Resource{NameTeam: observed("Team", "terdut.ryuvia.com/v1alpha1", "team-a", "web", mrRefused)}
+			}
 			req := &fnv1.RunFunctionRequest{
-				Observed:          &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(teamXR)}},
+				Observed:          &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(teamXR)}, Resources: obs},
 				Desired:           &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(teamXR)}},
 				RequiredResources: tc.required,
 			}

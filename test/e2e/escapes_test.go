@@ -5,7 +5,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,16 +20,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
 )
 
-// TestTenancyEscapes: thirteen ways a tenant might reach what is not theirs.
+// TestTenancyEscapes: sixteen ways a tenant might reach what is not theirs.
 // Each must fail to do harm, with the reason the tenant sees.
 func TestTenancyEscapes(t *testing.T) {
-	scenariof(t, "thirteen tenancy escapes, each must fail to do harm")
+	scenariof(t, "sixteen tenancy escapes, each must fail to do harm")
 	namespace(t, "esc-a", nil)
 	namespace(t, "esc-b", nil)
 	namespace(t, "esc-x", map[string]string{})
@@ -436,8 +443,122 @@ spec:
 		return why, ""
 	})
 
+	escape("deleting a refused team-scoped ServiceAccount whose external name is an instance account made by hand (a finalizer of the tenant's own keeps it reconciled)", func() (string, string) {
+		apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ServiceAccount
+metadata: {name: wipe-bot, namespace: esc-b, finalizers: ["esc.example/hold"], annotations: {crossplane.io/external-name: "%d"}}
+spec:
+  writeConnectionSecretToRef: {name: wipe-bot-key}
+  forProvider: {name: esc-ci-bot, scope: team, teamIdRef: {name: beta}}
+`, botID))
+		cr := &v1alpha1.ServiceAccount{ObjectMeta: om("esc-b", "wipe-bot")}
+		why := refusedWith(cr, "ResourceNotOwned")
+		deletionReconciled(t, cr, "GET /api/service-accounts")
+		if !accountThere(t, botID) {
+			return why, fmt.Sprintf("deleting the MR deleted instance account %d", botID)
+		}
+		return why + "; deleting it left account " + fmt.Sprint(botID) + " alone", ""
+	})
+
+	escape("deleting an EscalationPolicy of one's own team whose external name is another team's ID (a finalizer of the tenant's own keeps it reconciled)", func() (string, string) {
+		paging := terdut.EscalationPolicy{RepeatCount: 1, Levels: []terdut.EscalationLevel{{Timeout: "5m", Targets: []terdut.EscalationTarget{{Kind: "oncall"}}}}}
+		must(t, env.admin.PutEscalationPolicy(t.Context(), alphaID, paging), "alpha's policy")
+		t.Cleanup(func() { _ = env.admin.PutEscalationPolicy(context.Background(), alphaID, terdut.EscalationPolicy{}) })
+		apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: EscalationPolicy
+metadata: {name: silence, namespace: esc-b, finalizers: ["esc.example/hold"], annotations: {crossplane.io/external-name: "%d"}}
+spec:
+  forProvider: {teamIdRef: {name: beta}, levels: [{timeout: 1m, targets: [{kind: oncall}]}]}
+`, alphaID))
+		cr := &v1alpha1.EscalationPolicy{ObjectMeta: om("esc-b", "silence")}
+		condition(t, cr, xpv2.TypeSynced, corev1.ConditionFalse, "")
+		why := cr.GetCondition(xpv2.TypeSynced).Message
+		deletionReconciled(t, cr, "GET /api/teams/{id}")
+		if p, err := env.admin.GetEscalationPolicy(t.Context(), alphaID); err != nil || p.IsEmpty() {
+			return why, fmt.Sprintf("alpha's policy after deleting the MR: %+v (%v): its paging is off", p, err)
+		}
+		return why + "; deleting it left alpha's policy alone", ""
+	})
+
+	escape("a tenant's ProviderConfig whose team key Secret name is another config's (a 40-bit name collision, planted), its child's requests going to the tenant's endpoint", func() (string, string) {
+		// The tenant's endpoint: a proxy to the server that records
+		// every key sent to it.
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		target, _ := url.Parse(env.doubleURL)
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		tenantEnd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")] = true
+			mu.Unlock()
+			proxy.ServeHTTP(w, r)
+		}))
+		defer tenantEnd.Close()
+		tenantKey := tenantInstanceKey(t)
+		alphaKeys := &corev1.SecretList{}
+		if err := env.kube.List(t.Context(), alphaKeys, client.InNamespace("crossplane-system"), client.MatchingLabels{"terdut.ryuvia.com/team-id": fmt.Sprint(alphaID)}); err != nil || len(alphaKeys.Items) == 0 {
+			t.Fatalf("alpha's team key Secret: %v", err)
+		}
+		victim := alphaKeys.Items[0]
+		planted := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: teamkey.SecretName(teamkey.ConfigID("ProviderConfig", "esc-b", "collide"), tenantEnd.URL, alphaID), Labels: victim.Labels, Annotations: victim.Annotations},
+			Data:       victim.Data,
+		}
+		must(t, env.kube.Create(t.Context(), planted), "plant the colliding Secret")
+		t.Cleanup(func() { _ = env.kube.Delete(context.Background(), planted) })
+		apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: collide-key, namespace: esc-b}
+stringData: {token: %s}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ProviderConfig
+metadata: {name: collide, namespace: esc-b}
+spec:
+  endpoint: %s
+  credentials: {source: Secret, secretRef: {namespace: esc-b, name: collide-key, key: token}}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Team
+metadata: {name: collide, namespace: esc-b, annotations: {crossplane.io/external-name: "%d"}}
+spec:
+  providerConfigRef: {kind: ProviderConfig, name: collide}
+  managementPolicies: [Observe]
+  forProvider: {displayName: "Escape Alpha"}
+---
+apiVersion: terdut.ryuvia.com/v1alpha1
+kind: DeadmanSwitch
+metadata: {name: collide, namespace: esc-b}
+spec:
+  providerConfigRef: {kind: ProviderConfig, name: collide}
+  forProvider: {teamIdRef: {name: collide}, name: collided, matcher: a=b, timeout: 1m}
+`, tenantKey.Reveal(), tenantEnd.URL, alphaID))
+		sw := &v1alpha1.DeadmanSwitch{ObjectMeta: om("esc-b", "collide")}
+		why := ""
+		waitFor(150*time.Second, func() bool {
+			if env.kube.Get(t.Context(), client.ObjectKeyFromObject(sw), sw) == nil {
+				why = sw.GetCondition(xpv2.TypeSynced).Message
+			}
+			return strings.Contains(why, "written for another provider config")
+		})
+		if !strings.Contains(why, "written for another provider config") {
+			return why, "not refused for the Secret recorded for another config"
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[string(victim.Data["token"])] {
+			return why, "alpha's team key was sent to the tenant's endpoint"
+		}
+		got := &corev1.Secret{}
+		if err := env.kube.Get(t.Context(), client.ObjectKeyFromObject(planted), got); err != nil || string(got.Data["token"]) != string(victim.Data["token"]) {
+			return why, fmt.Sprintf("the colliding Secret was overwritten or deleted (%v)", err)
+		}
+		return why, ""
+	})
+
 	fmt.Printf("    %d escapes tried, %d succeeded\n", tried, succeeded)
 	for _, ns := range []string{"esc-b", "esc-c", "esc-x", "esc-a"} {
+		dropTenantFinalizers(t, ns)
 		if _, err := kubectlOut(nil, "-n", ns, "delete", "team,escalationpolicy,deadmanswitch,integration,serviceaccounts.terdut.ryuvia.com,providerconfigs.terdut.ryuvia.com", "--all", "--wait=false"); err != nil {
 			t.Error(err)
 		}
@@ -451,6 +572,74 @@ spec:
 		t.Errorf("ServiceAccounts left: %s", out)
 	}
 }
+
+// deletionReconciled deletes mg, which carries a finalizer of the tenant's
+// own, and waits until the provider has reconciled its deletion: route, a
+// request that reconcile makes, reached the server after the delete (then two
+// seconds more, for a Delete in the same reconcile). It fails the test when
+// no such request comes: an escape whose deletion was never reconciled
+// proved nothing.
+func deletionReconciled(t *testing.T, mg client.Object, route string) {
+	t.Helper()
+	before := counters(t)[route]
+	must(t, env.kube.Delete(t.Context(), mg), "delete "+mg.GetName())
+	eventually(t, 60*time.Second, "the provider reconciling the deletion of "+mg.GetName(), func() string {
+		if counters(t)[route] > before {
+			return ""
+		}
+		return "no " + route + " since the delete"
+	})
+	time.Sleep(2 * time.Second)
+}
+
+// accountThere reports whether service account id is on the server.
+func accountThere(t *testing.T, id int64) bool {
+	t.Helper()
+	for _, a := range state(t).ServiceAccounts {
+		if a.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// tenantInstanceKey is a key of an instance-scoped account made for a
+// tenant's own ProviderConfig (as if the tenant ran the server it names).
+func tenantInstanceKey(t *testing.T) terdut.Secret {
+	t.Helper()
+	a, err := env.admin.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: "esc-tenant-own", Scope: terdut.ScopeInstance})
+	must(t, err, "the tenant's own account")
+	t.Cleanup(func() { _ = env.admin.DeleteServiceAccount(context.Background(), a.ID) })
+	k, err := env.admin.MintKey(t.Context(), a.ID)
+	must(t, err, "the tenant's own key")
+	return k.Key
+}
+
+// dropTenantFinalizers removes the finalizer the escapes' tenants put on
+// their MRs in ns (esc.example/hold), so the namespace can be emptied.
+func dropTenantFinalizers(t *testing.T, ns string) {
+	t.Helper()
+	for _, l := range []resource.ManagedList{&v1alpha1.ServiceAccountList{}, &v1alpha1.EscalationPolicyList{}} {
+		if err := env.kube.List(t.Context(), l, client.InNamespace(ns)); err != nil {
+			t.Error(err)
+			continue
+		}
+		for _, mg := range l.GetItems() {
+			if meta.FinalizerExists(mg, tenantFinalizer) {
+				meta.RemoveFinalizer(mg, tenantFinalizer)
+				if err := env.kube.Update(t.Context(), mg); err != nil {
+					t.Errorf("dropping the tenant's finalizer of %s: %v", mg.GetName(), err)
+				}
+			}
+		}
+	}
+}
+
+// tenantFinalizer is the finalizer of a tenant's own that the escapes put
+// on a refused MR: the MR outlives its deletion, and the provider still
+// reconciles it (a refused MR carries no finalizer of crossplane-runtime's,
+// which would otherwise wait for the tenant's to go first).
+const tenantFinalizer = "esc.example/hold"
 
 // setLabel sets (or, with an empty value, removes) a Namespace's label.
 func setLabel(t *testing.T, ns, key, value string) {
