@@ -33,6 +33,10 @@ const (
 	// to be revoked (comma-separated): a revocation that failed once is
 	// tried again, never forgotten.
 	AnnotationRevokeKeyID = "terdut.ryuvia.com/revoke-key-id"
+	// AnnotationMinting says a key is being minted on the named account:
+	// found by the next mint, that mint's key may be valid and in no
+	// Secret (see mint).
+	AnnotationMinting = "terdut.ryuvia.com/minting-on-account"
 
 	keyToken     = teamkey.Key
 	keyAccountID = "account-id"
@@ -324,7 +328,23 @@ func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Clie
 // mint creates (or adopts) the team's service account, mints a key on it and
 // writes it to the team's Secret before anything uses it: into cur, read
 // past the cache, or a new Secret when cur is nil.
+//
+// The Secret says a mint is under way (AnnotationMinting) before the key is
+// asked for: a process killed after the server made the key but before the
+// Secret holds it would leave a valid key nobody holds, and the server
+// cannot list an account's keys to find it. The next mint that finds the
+// mark (under the team's lock, so never one of this process under way)
+// deletes the team's account, and every key on it, and starts afresh.
 func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, cur *corev1.Secret) (terdut.Secret, error) {
+	s := cur
+	if s == nil {
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: SecretName(cfg, teamID)}}
+	}
+	if s.Annotations[AnnotationMinting] != "" {
+		if err := k.resetAccount(ctx, instance, teamID); err != nil {
+			return "", err
+		}
+	}
 	acct := AccountName(teamID)
 	sa, _, err := AdoptOrCreate(ctx, Adopter{}, Natural[terdut.ServiceAccount]{
 		Kind: "service account", Name: acct,
@@ -340,21 +360,28 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 	if err != nil {
 		return "", errors.Wrapf(err, errMintTeamKey, teamID)
 	}
+	replaced := keyOf(cur)
+	pending := pendingRevocations(cur)
+	s.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelTeamID: FormatID(teamID), LabelProviderConfig: configHash(cfg)}
+	s.Annotations = map[string]string{AnnotationConfig: cfg.ID(), AnnotationMinting: FormatID(sa.ID)}
+	if len(pending) > 0 {
+		s.Annotations[AnnotationRevokeKeyID] = formatIDs(pending)
+	}
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	s.Data[keyEndpoint] = []byte(cfg.Spec.Endpoint)
+	if err := k.write(ctx, s); err != nil {
+		return "", err
+	}
 	key, err := instance.MintKey(ctx, sa.ID)
 	if err != nil {
 		return "", errors.Wrapf(err, errMintTeamKey, teamID)
 	}
-	replaced := keyOf(cur)
-	pending := pendingRevocations(cur)
 	if replaced.account == sa.ID && replaced.key != 0 && replaced.key != key.ID {
 		pending = append(pending, replaced.key)
 	}
-	s := cur
-	if s == nil {
-		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: SecretName(cfg, teamID)}}
-	}
-	s.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelTeamID: FormatID(teamID), LabelProviderConfig: configHash(cfg)}
-	s.Annotations = map[string]string{AnnotationConfig: cfg.ID()}
+	delete(s.Annotations, AnnotationMinting)
 	if len(pending) > 0 {
 		s.Annotations[AnnotationRevokeKeyID] = formatIDs(pending)
 	}
@@ -364,15 +391,10 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		keyKeyID:     []byte(strconv.FormatInt(key.ID, 10)),
 		keyEndpoint:  []byte(cfg.Spec.Endpoint),
 	}
-	if cur != nil {
-		err = k.Kube.Update(ctx, s)
-	} else {
-		err = k.Kube.Create(ctx, s)
-	}
-	if err != nil {
+	if err := k.write(ctx, s); err != nil {
 		// NOTE: nobody holds the new key: it must not stay valid either.
 		_ = instance.RevokeKey(ctx, sa.ID, key.ID)
-		return "", errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
+		return "", err
 	}
 	k.wrote(s.Name, key.Key)
 	// NOTE: only once the new key is written: the keys it replaces (on the
@@ -381,6 +403,36 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 	// next use of the team's key tries again (Options).
 	_ = k.revokeIn(ctx, instance, s, teamID)
 	return key.Key, nil
+}
+
+// write creates s, or updates it once it exists (it has a resource version).
+func (k *TeamKeys) write(ctx context.Context, s *corev1.Secret) error {
+	var err error
+	if s.ResourceVersion == "" {
+		err = k.Kube.Create(ctx, s)
+	} else {
+		err = k.Kube.Update(ctx, s)
+	}
+	return errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
+}
+
+// resetAccount deletes the team's key account (and so every key on it),
+// after a mint whose key may have been made and never written.
+func (k *TeamKeys) resetAccount(ctx context.Context, instance *terdut.Client, teamID int64) error {
+	sa, err := instance.GetServiceAccountByName(ctx, AccountName(teamID))
+	if err != nil {
+		return errors.Wrapf(err, errRevokeTeamKey, teamID)
+	}
+	if sa == nil {
+		return nil
+	}
+	if err := teamAccountFits(teamID)(sa); err != nil {
+		return err
+	}
+	if err := instance.DeleteServiceAccount(ctx, sa.ID); err != nil && !terdut.IsNotFound(err) {
+		return errors.Wrapf(err, errRevokeTeamKey, teamID)
+	}
+	return nil
 }
 
 // revokePending revokes the replaced keys the team's Secret still names,

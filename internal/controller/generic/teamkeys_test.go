@@ -541,3 +541,53 @@ func teamKeySecret(name, configID, endpoint, key string) *corev1.Secret {
 		Data: map[string][]byte{keyToken: []byte(key), keyEndpoint: []byte(endpoint), keyAccountID: []byte("99"), keyKeyID: []byte("98")},
 	}
 }
+
+// TestAKeyMintedBeforeACrashIsRevoked: the process dies after the server
+// made a team key and before its Secret held it (here: the write fails and
+// so does the revoke, as a kill would leave it). The next mint finds the
+// mark the first left, and no key stays valid that no Secret holds.
+func TestAKeyMintedBeforeACrashIsRevoked(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance", MaxRetries: -1})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg.Spec.Endpoint = hs.URL
+	store := fakeBuilder(t).Build()
+	writes := 0
+	dying := interceptor.NewClient(store, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			writes++
+			return kerrors.NewServiceUnavailable("killed")
+		},
+	})
+	double.AddFault(terdutdouble.Fault{Method: "DELETE", Route: "/api/service-accounts/{id}/keys/{kid}", Status: 503, Times: 1})
+	if _, err := (&TeamKeys{Kube: dying, Namespace: "crossplane-system"}).Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint); err == nil || writes != 1 {
+		t.Fatalf("the dying mint: %v after %d updates; want it to fail writing its key", err, writes)
+	}
+	if n := validKeys(double); n != 1 {
+		t.Fatalf("%d valid keys after the dying mint; the test wants the one it left", n)
+	}
+	o, err := (&TeamKeys{Kube: store, Namespace: "crossplane-system"}).Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := validKeys(double); n != 1 {
+		t.Errorf("%d valid keys after the next mint, want 1: the one its Secret holds", n)
+	}
+	if double.Verify(o.Token.Reveal()).Valid != true {
+		t.Error("the key in the Secret is not valid")
+	}
+}
+
+// validKeys counts the keys the double would accept.
+func validKeys(d *terdutdouble.Server) int {
+	n := 0
+	for _, k := range d.Keys() {
+		if k.Valid {
+			n++
+		}
+	}
+	return n
+}
