@@ -121,6 +121,20 @@ type Verdict struct {
 	ID    int64  `json:"id,omitempty"`   // the key's or the integration's ID
 }
 
+// UserKeys counts the valid API keys of users (the bootstrap admin's), as
+// opposed to service accounts' keys.
+func (s *Server) UserKeys() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, p := range s.keys {
+		if p.userID != 0 && p.accountID == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Verify says whether the server accepts key.
 func (s *Server) Verify(key string) Verdict {
 	s.mu.Lock()

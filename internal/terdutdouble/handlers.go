@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	s.api.HandleFunc("POST /api/alerts/{token}", s.ingest)
 
 	s.handle("GET /api/users", anyKey, s.listUsers)
+	s.handle("DELETE /api/users/{id}/api-keys/{kid}", instanceOnly, s.revokeUserKey)
 	s.handle("GET /api/service-accounts", instanceOnly, s.listAccounts)
 	s.handle("POST /api/service-accounts", instanceOnly, s.createAccount)
 	s.handle("DELETE /api/service-accounts/{id}", instanceOnly, s.deleteAccount)
@@ -109,6 +110,26 @@ func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request) {
 	kid := s.id()
 	s.keys[raw] = &principal{keyID: kid, userID: u.ID}
 	writeJSON(w, http.StatusCreated, terdut.BootstrapResponse{User: u, APIKey: terdut.APIKey{ID: kid, Key: terdut.Secret(raw), CreatedAt: s.now().UTC()}})
+}
+
+// revokeUserKey revokes one API key of a user (the bootstrap admin's).
+func (s *Server) revokeUserKey(w http.ResponseWriter, r *http.Request, _ *principal) {
+	uid, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	kid, ok := pathID(w, r, "kid")
+	if !ok {
+		return
+	}
+	for raw, p := range s.keys {
+		if p.userID == uid && p.keyID == kid && p.accountID == 0 {
+			delete(s.keys, raw)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "key not found")
 }
 
 func (s *Server) listUsers(w http.ResponseWriter, _ *http.Request, _ *principal) {

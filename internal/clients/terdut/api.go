@@ -224,3 +224,9 @@ func (c *Client) RenameIntegration(ctx context.Context, teamID, integrationID in
 func (c *Client) DeleteIntegration(ctx context.Context, teamID, integrationID int64) error {
 	return c.do(ctx, http.MethodDelete, teamPath(teamID, pathIntegrations, id(integrationID)), nil, nil, nil)
 }
+
+// RevokeUserKey revokes one API key of a user: the bootstrap admin's, once
+// the instance key works.
+func (c *Client) RevokeUserKey(ctx context.Context, userID, keyID int64) error {
+	return c.do(ctx, http.MethodDelete, "/api/users/"+id(userID)+"/api-keys/"+id(keyID), nil, nil, nil)
+}

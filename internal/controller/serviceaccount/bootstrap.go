@@ -3,6 +3,7 @@ package serviceaccount
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,7 +78,13 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 		Namespace: cr.GetNamespace(), Name: checkpointName(cr),
 		Labels:          map[string]string{generic.LabelManagedBy: generic.ManagedBy},
 		OwnerReferences: []metav1.OwnerReference{meta.AsOwner(meta.TypedReferenceTo(cr, v1alpha1.ServiceAccountGroupVersionKind))},
-	}, Data: map[string][]byte{SecretKeyToken: []byte(rsp.APIKey.Key.Reveal())}}
+	}, Data: map[string][]byte{
+		SecretKeyToken: []byte(rsp.APIKey.Key.Reveal()),
+		// Which key it is, so that it can be revoked once the account's
+		// own key is written.
+		checkpointUserID: []byte(generic.FormatID(rsp.User.ID)),
+		checkpointKeyID:  []byte(generic.FormatID(rsp.APIKey.ID)),
+	}}
 	for i := 0; ; i++ {
 		err = e.kube.Create(ctx, cp.DeepCopy())
 		if err == nil || kerrors.IsAlreadyExists(err) {
@@ -91,7 +98,38 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 	return e.withKey(purpose(cr, "checkpoint"), rsp.APIKey.Key)
 }
 
+// Keys of the checkpoint Secret besides the admin key: its user's and its
+// own ID.
+const (
+	checkpointUserID = "user-id"
+	checkpointKeyID  = "key-id"
+)
+
+const errRevokeAdmin = "cannot revoke the bootstrap admin key %d; the checkpoint %q that holds it stays until it is revoked"
+
+// deleteCheckpoint revokes the bootstrap admin key on the server, then
+// deletes the checkpoint Secret that holds it: an admin key nobody holds
+// must not stay valid. A checkpoint that does not say which key it holds
+// (written by an older release) is only deleted.
 func (e *external) deleteCheckpoint(ctx context.Context, cr *v1alpha1.ServiceAccount) error {
+	cur, err := e.checkpoint(ctx, e.reader, cr)
+	if err != nil || cur == nil {
+		return err
+	}
+	uid, _ := strconv.ParseInt(string(cur.Data[checkpointUserID]), 10, 64)
+	kid, _ := strconv.ParseInt(string(cur.Data[checkpointKeyID]), 10, 64)
+	if uid > 0 && kid > 0 && e.withKey != nil {
+		admin, err := e.withKey(purpose(cr, "checkpoint"), terdut.Secret(cur.Data[SecretKeyToken]))
+		if err != nil {
+			return err
+		}
+		// NOTE: with the admin key itself. A 401 means it is revoked
+		// already (an earlier attempt revoked it, then failed to delete
+		// the Secret); a 404 likewise.
+		if err := admin.RevokeUserKey(ctx, uid, kid); err != nil && !terdut.IsNotFound(err) && !terdut.IsUnauthorized(err) {
+			return errors.Wrapf(err, errRevokeAdmin, kid, cur.Name)
+		}
+	}
 	cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cr.GetNamespace(), Name: checkpointName(cr)}}
 	if err := e.kube.Delete(ctx, cp); err != nil && !kerrors.IsNotFound(err) {
 		return errors.Wrapf(err, errDeleteCheckpt, cp.Name)

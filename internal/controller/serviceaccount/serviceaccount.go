@@ -74,6 +74,7 @@ type api interface {
 	MintKey(ctx context.Context, accountID int64) (*terdut.APIKey, error)
 	RevokeKey(ctx context.Context, accountID, keyID int64) error
 	DeleteServiceAccount(ctx context.Context, accountID int64) error
+	RevokeUserKey(ctx context.Context, userID, keyID int64) error
 }
 
 var _ api = (*terdut.Client)(nil)

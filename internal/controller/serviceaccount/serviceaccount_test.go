@@ -157,7 +157,8 @@ func (f *fixture) secret(t *testing.T, name string) *corev1.Secret {
 }
 
 // converged checks the end state: one account, a working key in the
-// connection Secret, no checkpoint, and a single /api/bootstrap.
+// connection Secret, no checkpoint, the admin key it held revoked, and a
+// single /api/bootstrap.
 func (f *fixture) converged(t *testing.T, cr *v1alpha1.ServiceAccount) {
 	t.Helper()
 	if n := f.double.Count("POST /api/bootstrap"); n != 1 {
@@ -180,6 +181,9 @@ func (f *fixture) converged(t *testing.T, cr *v1alpha1.ServiceAccount) {
 	}
 	if f.secret(t, checkpointName(cr)) != nil {
 		t.Error("the bootstrap checkpoint (an admin key) is left behind")
+	}
+	if n := f.double.UserKeys(); n != 0 {
+		t.Errorf("%d user keys valid on the server: the bootstrap admin's key must be revoked once the account's own key is written", n)
 	}
 }
 
