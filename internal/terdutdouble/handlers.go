@@ -1,7 +1,9 @@
 package terdutdouble
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,6 +39,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/service-accounts", instanceOnly, s.listAccounts)
 	s.handle("POST /api/service-accounts", instanceOnly, s.createAccount)
 	s.handle("DELETE /api/service-accounts/{id}", instanceOnly, s.deleteAccount)
+	s.handle("GET /api/service-accounts/{id}/keys", instanceOnly, s.listKeys)
 	s.handle("POST /api/service-accounts/{id}/keys", instanceOnly, s.mintKey)
 	s.handle("DELETE /api/service-accounts/{id}/keys/{kid}", instanceOnly, s.revokeKey)
 
@@ -218,13 +221,31 @@ func (s *Server) mintKey(w http.ResponseWriter, r *http.Request, _ *principal) {
 	raw := s.secret("tdk_")
 	kid := s.id()
 	a.keys[kid] = raw
-	p := &principal{keyID: kid, accountID: a.ID, scope: a.Scope}
+	p := &principal{keyID: kid, accountID: a.ID, scope: a.Scope, created: s.now().UTC()}
 	if a.TeamID != nil {
 		p.teamID = *a.TeamID
 	}
 	s.keys[raw] = p
 	s.minted = append(s.minted, p)
-	writeJSON(w, http.StatusCreated, terdut.APIKey{ID: kid, Key: terdut.Secret(raw), CreatedAt: s.now().UTC()})
+	writeJSON(w, http.StatusCreated, terdut.APIKey{ID: kid, Key: terdut.Secret(raw), CreatedAt: p.created})
+}
+
+// listKeys lists an account's valid keys, without their raw values.
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, _ *principal) {
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return
+	}
+	a, found := s.accounts[id]
+	if !found {
+		writeError(w, http.StatusNotFound, "service account not found")
+		return
+	}
+	out := []terdut.APIKey{}
+	for _, kid := range slices.Sorted(maps.Keys(a.keys)) {
+		out = append(out, terdut.APIKey{ID: kid, CreatedAt: s.keys[a.keys[kid]].created})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, _ *principal) {

@@ -39,6 +39,8 @@ type principal struct {
 	teamID    int64
 	// used says a request authenticated with the key.
 	used bool
+	// created is when the key was minted.
+	created time.Time
 }
 
 type account struct {

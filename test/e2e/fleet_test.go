@@ -272,16 +272,17 @@ func verify(t *testing.T, key string) terdutdouble.Verdict {
 	return v
 }
 
-// keysNeverUsed counts the service-account keys the double minted, those no
-// request ever used, and the orphans: valid keys no request used that no
-// Secret holds (held) either, such as a key minted just before a crash.
-func keysNeverUsed(t *testing.T, held map[int64]bool) (minted, unused, orphans int) {
+// keysNeverUsed counts the service-account keys the double minted after the
+// key ID after, those no request ever used, and the orphans: valid keys no
+// request used that no Secret holds (held) either, such as a key minted just
+// before a crash.
+func keysNeverUsed(t *testing.T, held map[int64]bool, after int64) (minted, unused, orphans int) {
 	t.Helper()
-	var keys []terdutdouble.KeyRecord
-	if err := admin(http.MethodGet, "/admin/keys", nil, &keys); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys {
+	for _, k := range serverKeys(t) {
+		if k.ID <= after {
+			continue
+		}
+		minted++
 		if !k.Used {
 			unused++
 			if k.Valid && !held[k.ID] {
@@ -289,7 +290,28 @@ func keysNeverUsed(t *testing.T, held map[int64]bool) (minted, unused, orphans i
 			}
 		}
 	}
-	return len(keys), unused, orphans
+	return minted, unused, orphans
+}
+
+// serverKeys are every service-account key the double minted.
+func serverKeys(t *testing.T) []terdutdouble.KeyRecord {
+	t.Helper()
+	var keys []terdutdouble.KeyRecord
+	if err := admin(http.MethodGet, "/admin/keys", nil, &keys); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// lastKeyID is the highest ID of a key the double minted so far (IDs only
+// grow): keys minted after it are a test's own.
+func lastKeyID(t *testing.T) int64 {
+	t.Helper()
+	var last int64
+	for _, k := range serverKeys(t) {
+		last = max(last, k.ID)
+	}
+	return last
 }
 
 // changedIDs lists the MRs whose external name changed between two

@@ -78,6 +78,13 @@ func (c *Client) MintKey(ctx context.Context, accountID int64) (*APIKey, error) 
 	return out, c.do(ctx, http.MethodPost, pathServiceAccounts+"/"+id(accountID)+"/"+pathKeys, nil, struct{}{}, out)
 }
 
+// ListKeys lists an account's valid keys (IDs and when they were made, never
+// the keys themselves). [assumed]
+func (c *Client) ListKeys(ctx context.Context, accountID int64) ([]APIKey, error) {
+	var out []APIKey
+	return out, c.do(ctx, http.MethodGet, pathServiceAccounts+"/"+id(accountID)+"/"+pathKeys, nil, nil, &out)
+}
+
 // RevokeKey revokes one key of an account.
 func (c *Client) RevokeKey(ctx context.Context, accountID, keyID int64) error {
 	return c.do(ctx, http.MethodDelete, pathServiceAccounts+"/"+id(accountID)+"/"+pathKeys+"/"+id(keyID), nil, nil, nil)

@@ -3,6 +3,7 @@ package serviceaccount
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -31,6 +32,8 @@ type keyState struct {
 	mintedAt  time.Time
 	request   string
 	revokeID  int64
+	// minting is when a mint was marked as under way and not finished.
+	minting time.Time
 }
 
 func secretName(cr *v1alpha1.ServiceAccount) string {
@@ -61,6 +64,7 @@ func (e *external) keyState(ctx context.Context, cr *v1alpha1.ServiceAccount) (k
 	num := func(k string) int64 { n, _ := strconv.ParseInt(s.Annotations[k], 10, 64); return n }
 	ks := keyState{exists: true, token: terdut.Secret(s.Data[SecretKeyToken]), accountID: num(AnnotationAccountID), keyID: num(AnnotationKeyID), request: s.Annotations[AnnotationRequest], revokeID: num(AnnotationRevokeKeyID)}
 	ks.mintedAt, _ = time.Parse(time.RFC3339, s.Annotations[AnnotationMintedAt])
+	ks.minting, _ = time.Parse(time.RFC3339, s.Annotations[AnnotationMinting])
 	return ks, nil
 }
 
@@ -117,7 +121,21 @@ func (e *external) works(ctx context.Context, cr *v1alpha1.ServiceAccount, tok t
 
 // mint mints a key and writes it to the connection Secret in place, noting
 // the key it replaces as still to revoke.
+//
+// The Secret says a mint is under way (AnnotationMinting) before the key is
+// asked for: a process killed after the server made the key but before the
+// Secret holds it would leave a valid key nobody holds. The next mint that
+// finds the mark revokes the account's keys made since, but the one the
+// Secret holds.
 func (e *external) mint(ctx context.Context, c api, cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount, old keyState) (keyState, error) {
+	if !old.minting.IsZero() {
+		if err := e.revokeStray(ctx, c, cr, sa, old); err != nil {
+			return keyState{}, err
+		}
+	}
+	if err := e.markMinting(ctx, cr); err != nil {
+		return keyState{}, err
+	}
 	key, err := c.MintKey(ctx, sa.ID)
 	if err != nil {
 		return keyState{}, errors.Wrap(err, errMint)
@@ -144,6 +162,63 @@ func (e *external) mint(ctx context.Context, c api, cr *v1alpha1.ServiceAccount,
 		return keyState{}, err
 	}
 	return ks, nil
+}
+
+// markMinting marks the connection Secret (made if need be) with a mint
+// under way; the Secret mint writes then has no mark.
+func (e *external) markMinting(ctx context.Context, cr *v1alpha1.ServiceAccount) error {
+	cur, err := secret(ctx, e.reader, cr.GetNamespace(), secretName(cr))
+	if err != nil {
+		return err
+	}
+	now := e.now().UTC().Format(time.RFC3339)
+	if cur == nil {
+		s := resource.LocalConnectionSecretFor(cr, v1alpha1.ServiceAccountGroupVersionKind)
+		s.Annotations = map[string]string{AnnotationMinting: now}
+		return e.writeSecret(ctx, cr, s)
+	}
+	if cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	cur.Annotations[AnnotationMinting] = now
+	return e.writeSecret(ctx, cr, cur)
+}
+
+const (
+	errListKeys = "cannot list the keys of service account %d to revoke one an interrupted mint may have made"
+	msgStrayKey = "Revoked key %d of service account %d: an interrupted mint made it at %s, and no Secret held it"
+	msgNoList   = "A mint of a key on service account %d was interrupted at %s, and the server cannot list the account's keys (%v): a key made then may be valid and held by nobody. Revoke keys of the account made at that time on the server"
+)
+
+// revokeStray revokes the keys of sa that an interrupted mint (marked at
+// old.minting) may have made: those made since, but the one the Secret
+// holds. A server that cannot list keys gets a Warning instead.
+func (e *external) revokeStray(ctx context.Context, c api, cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount, old keyState) error {
+	keys, err := c.ListKeys(ctx, sa.ID)
+	if terdut.IsNotFound(err) || statusIs(err, http.StatusMethodNotAllowed) {
+		e.record.Event(cr, event.Warning(reasonStrayKey, errors.Errorf(msgNoList, sa.ID, old.minting.Format(time.RFC3339), err)))
+		return nil
+	}
+	if err != nil {
+		return errors.Wrapf(err, errListKeys, sa.ID)
+	}
+	since := old.minting.Add(-generic.ClockAllowance)
+	for _, k := range keys {
+		if k.ID == old.keyID || k.CreatedAt.IsZero() || k.CreatedAt.Before(since) {
+			continue
+		}
+		if err := c.RevokeKey(ctx, sa.ID, k.ID); err != nil && !terdut.IsNotFound(err) {
+			return errors.Wrapf(err, errRevoke, k.ID)
+		}
+		e.record.Event(cr, event.Normal(reasonStrayKey, fmt.Sprintf(msgStrayKey, k.ID, sa.ID, k.CreatedAt.UTC().Format(time.RFC3339))))
+	}
+	return nil
+}
+
+// statusIs reports whether err is a terdut-server answer of status code.
+func statusIs(err error, code int) bool {
+	var a *terdut.APIError
+	return errors.As(err, &a) && a.StatusCode == code
 }
 
 // writeSecret replaces the connection Secret's data and annotations.

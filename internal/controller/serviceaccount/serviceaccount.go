@@ -39,6 +39,7 @@ const (
 	AnnotationMintedAt     = "terdut.ryuvia.com/key-minted-at"
 	AnnotationRequest      = "terdut.ryuvia.com/rotation-request"
 	AnnotationRevokeKeyID  = "terdut.ryuvia.com/revoke-key-id"
+	AnnotationMinting      = "terdut.ryuvia.com/minting-since"
 	checkpointSuffix       = "-bootstrap-admin"
 	checkpointWriteRetries = 3
 )
@@ -60,6 +61,7 @@ const (
 	diffCheckpoint   = "the bootstrap checkpoint (an admin key) is still there"
 
 	reasonRotated      = "RotatedKey"
+	reasonStrayKey     = "StrayKey"
 	reasonBootstrapped = "Bootstrapped"
 )
 
@@ -72,6 +74,7 @@ type api interface {
 	GetServiceAccountByName(ctx context.Context, name string) (*terdut.ServiceAccount, error)
 	CreateServiceAccount(ctx context.Context, sa terdut.ServiceAccount) (*terdut.ServiceAccount, error)
 	MintKey(ctx context.Context, accountID int64) (*terdut.APIKey, error)
+	ListKeys(ctx context.Context, accountID int64) ([]terdut.APIKey, error)
 	RevokeKey(ctx context.Context, accountID, keyID int64) error
 	DeleteServiceAccount(ctx context.Context, accountID int64) error
 	RevokeUserKey(ctx context.Context, userID, keyID int64) error

@@ -396,3 +396,39 @@ func TestAdoptAfterConflictChecksOwnership(t *testing.T) {
 		t.Errorf("%d keys minted, external-name %q: the other MR's account was adopted", n, meta.GetExternalName(cr))
 	}
 }
+
+// TestAKeyWhoseAnswerWasLostIsRevoked: the server makes a rotation's key and
+// its answer is lost (a 504 after the commit, as a kill right after the
+// POST): the next mint revokes it, and the account ends with one valid key,
+// the one its Secret holds.
+func TestAKeyWhoseAnswerWasLostIsRevoked(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{}
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cr.Spec.ForProvider.KeyRotation.RotationRequest = "2026-12-07"
+	f.double.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/service-accounts/{id}/keys", Commit: true, Status: http.StatusGatewayTimeout, Times: 1})
+	if err := f.reconcile(t, cr); err == nil {
+		t.Fatal("the rotation whose answer was lost succeeded")
+	}
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := f.double.Snapshot().ServiceAccounts[0].ID
+	held := f.secret(t, "instance-credentials").Data[SecretKeyToken]
+	valid := 0
+	for _, k := range f.double.Keys() {
+		if k.AccountID == id && k.Valid {
+			valid++
+		}
+	}
+	if valid != 1 || !f.double.Verify(string(held)).Valid {
+		t.Errorf("%d valid keys on the account (the Secret's valid: %t), want 1: the Secret's", valid, f.double.Verify(string(held)).Valid)
+	}
+}
