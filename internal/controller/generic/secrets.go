@@ -77,10 +77,14 @@ func CachedOnly(c client.Reader) client.Reader {
 // rotated key is seen at once. Other objects are read through Fallback.
 //
 // A watch not read for IdleAfter is stopped (the provider config that named
-// its Secret is gone, or names another now), and no more than MaxWatches run
-// at once: a tenant's namespaced provider configs, however many names they
-// come and go with, cannot hold watches on the API server without bound.
-// Past MaxWatches a Secret is read from the API server on each read.
+// its Secret is gone, or names another now), no more than MaxWatches run at
+// once, and no more than MaxWatchesPerNamespace of one namespace: a tenant's
+// namespaced provider configs, however many names they come and go with,
+// cannot hold watches on the API server without bound, nor every slot. Past
+// either bound a Secret is read from the API server on each read (correct,
+// one GET each). A watch keeps each Secret's data only: its labels,
+// annotations (kubectl's last-applied copy of the data among them) and
+// managed fields are dropped as it arrives.
 type WatchedSecrets struct {
 	// CoreV1 is the core/v1 client the watches list and watch through.
 	CoreV1   corev1client.CoreV1Interface
@@ -95,6 +99,9 @@ type WatchedSecrets struct {
 	IdleAfter time.Duration
 	// MaxWatches is how many watches run at most (1,000 when zero).
 	MaxWatches int
+	// MaxWatchesPerNamespace is how many of them watch Secrets of one
+	// namespace at most (50 when zero).
+	MaxWatchesPerNamespace int
 
 	// now is time.Now, but for tests.
 	now func() time.Time
@@ -102,6 +109,8 @@ type WatchedSecrets struct {
 	mu        sync.Mutex
 	watches   map[types.NamespacedName]*secretWatch
 	lastSweep time.Time
+	// inNamespace counts the watches of each namespace.
+	inNamespace map[string]int
 }
 
 // secretWatch is the watch of one Secret and when it was last read.
@@ -161,6 +170,7 @@ func (w *WatchedSecrets) Stop() {
 	for key, sw := range w.watches {
 		sw.stop()
 		delete(w.watches, key)
+		w.inNamespace[key.Namespace]--
 	}
 }
 
@@ -190,9 +200,13 @@ func (w *WatchedSecrets) watch(key types.NamespacedName) toolscache.SharedIndexI
 	}
 	if w.watches == nil {
 		w.watches = map[types.NamespacedName]*secretWatch{}
+		w.inNamespace = map[string]int{}
 	}
-	w.sweep(now, len(w.watches) >= w.maxWatches())
-	if len(w.watches) >= w.maxWatches() {
+	full := func() bool {
+		return len(w.watches) >= w.maxWatches() || w.inNamespace[key.Namespace] >= w.maxPerNamespace()
+	}
+	w.sweep(now, full())
+	if full() {
 		return nil
 	}
 	one := func(o *metav1.ListOptions) {
@@ -212,10 +226,22 @@ func (w *WatchedSecrets) watch(key types.NamespacedName) toolscache.SharedIndexI
 	// NOTE: CoreV1 may say it cannot stream a list (a fake's cannot); the
 	// watch then lists and watches as before WatchList.
 	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(lw, w.CoreV1), &corev1.Secret{}, 0, toolscache.Indexers{})
+	_ = inf.SetTransform(dataOnly)
 	ctx, stop := context.WithCancel(context.Background())
 	go inf.RunWithContext(ctx)
 	w.watches[key] = &secretWatch{inf: inf, stop: stop, read: now}
+	w.inNamespace[key.Namespace]++
 	return inf
+}
+
+// dataOnly drops what a watched Secret holds besides its data and identity:
+// labels, annotations (kubectl's last-applied copy of the data among them)
+// and managed fields.
+func dataOnly(obj any) (any, error) {
+	if s, ok := obj.(*corev1.Secret); ok {
+		s.Labels, s.Annotations, s.ManagedFields = nil, nil, nil
+	}
+	return obj, nil
 }
 
 // sweep stops the watches not read for IdleAfter: at most once per
@@ -233,8 +259,16 @@ func (w *WatchedSecrets) sweep(now time.Time, full bool) {
 		if now.Sub(sw.read) >= idle {
 			sw.stop()
 			delete(w.watches, key)
+			w.inNamespace[key.Namespace]--
 		}
 	}
+}
+
+func (w *WatchedSecrets) maxPerNamespace() int {
+	if w.MaxWatchesPerNamespace <= 0 {
+		return 50
+	}
+	return w.MaxWatchesPerNamespace
 }
 
 func (w *WatchedSecrets) maxWatches() int {

@@ -143,3 +143,49 @@ func TestSecretWatchesAreBounded(t *testing.T) {
 type noWatchList struct{ corev1client.CoreV1Interface }
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// TestOneNamespaceCannotHoldEverySecretWatch: a tenant's namespace naming
+// many Secrets gets at most MaxWatchesPerNamespace watches (the rest are
+// read from the API server, still correct), so another namespace's Secret
+// still gets one; and a watch keeps a Secret's data, not its annotations
+// (kubectl's last-applied copy of the data) or labels.
+func TestOneNamespaceCannotHoldEverySecretWatch(t *testing.T) {
+	var objs []runtime.Object
+	var secrets []client.Object
+	add := func(ns, name, key string) {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"l": "v"}, Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"key":"` + key + `"}}`}},
+			Data:       map[string][]byte{"key": []byte(key)},
+		}
+		objs, secrets = append(objs, s), append(secrets, s.DeepCopy())
+	}
+	for i := range 5 {
+		add("tenant", fmt.Sprintf("creds-%d", i), fmt.Sprint(i))
+	}
+	add("platform", "creds", "platform")
+	w := &WatchedSecrets{CoreV1: noWatchList{kfake.NewClientset(objs...).CoreV1()}, Direct: fake.NewClientBuilder().WithObjects(secrets...).Build(), MaxWatches: 4, MaxWatchesPerNamespace: 2}
+	t.Cleanup(w.Stop)
+	for i := range 5 {
+		got := &corev1.Secret{}
+		if err := w.Get(t.Context(), types.NamespacedName{Namespace: "tenant", Name: fmt.Sprintf("creds-%d", i)}, got); err != nil || string(got.Data["key"]) != fmt.Sprint(i) {
+			t.Errorf("Get tenant/creds-%d = %v, key %q; want key %d", i, err, got.Data["key"], i)
+		}
+	}
+	if n := w.Watches(); n != 2 {
+		t.Errorf("%d watches for the tenant's 5 Secrets, want its 2", n)
+	}
+	got := &corev1.Secret{}
+	if err := w.Get(t.Context(), types.NamespacedName{Namespace: "platform", Name: "creds"}, got); err != nil || string(got.Data["key"]) != "platform" {
+		t.Errorf("Get platform/creds = %v, key %q", err, got.Data["key"])
+	}
+	if n := w.Watches(); n != 3 {
+		t.Errorf("%d watches after the platform's Secret, want 3: one namespace must not hold every slot", n)
+	}
+	// Read once more: from its watch now.
+	if err := w.Get(t.Context(), types.NamespacedName{Namespace: "platform", Name: "creds"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Annotations) != 0 || len(got.Labels) != 0 || string(got.Data["key"]) != "platform" {
+		t.Errorf("a watched Secret keeps annotations %v and labels %v; want its data only", got.Annotations, got.Labels)
+	}
+}
