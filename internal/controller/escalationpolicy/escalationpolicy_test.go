@@ -8,10 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -374,5 +377,46 @@ func TestDeletingEmptiesOnlyItsOwnTeamsPolicy(t *testing.T) {
 	got, err := f.Client.GetEscalationPolicy(t.Context(), victim)
 	if err != nil || got.IsEmpty() {
 		t.Errorf("team %d's policy after deleting another team's EscalationPolicy: %+v, %v; want it untouched", victim, got, err)
+	}
+}
+
+// TestASecondPolicyForATeamIsRefused: a team has one policy, so a second
+// EscalationPolicy for a team another one manages is refused
+// (ResourceNotOwned) and writes nothing: the first one's policy stays.
+func TestASecondPolicyForATeamIsRefused(t *testing.T) {
+	f, teamID, alice := fixture(t)
+	if err := f.Client.PutEscalationPolicy(t.Context(), teamID, serverPolicy(alice)); err != nil {
+		t.Fatal(err)
+	}
+	pc := &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
+	first := policy(teamID, withID(teamID))
+	first.Name, first.UID = "first", "uid-first"
+	first.Status.AtProvider.TeamID = teamID
+	first.SetProviderConfigReference(pc)
+	scheme := runtime.NewScheme()
+	_ = v1alpha1.AddToScheme(scheme)
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(first).Build()
+	owners := generic.Owners{
+		Kube: kube, Kind: "EscalationPolicy", Naive: true,
+		NewList:  func() resource.ManagedList { return &v1alpha1.EscalationPolicyList{} },
+		Observed: func(mg resource.Managed) int64 { return mg.(*v1alpha1.EscalationPolicy).Status.AtProvider.TeamID },
+	}
+	second := policy(teamID)
+	second.Name, second.UID = "second", "uid-second"
+	second.SetProviderConfigReference(pc)
+	e := &external{api: f.Client, adoptable: owners.Adoptable(second)}
+	if _, err := e.Observe(t.Context(), second); err != nil {
+		t.Fatal(err)
+	}
+	f.Server.ResetCounters()
+	_, err := e.Create(t.Context(), second)
+	if !generic.IsNotOwned(err) || second.GetCondition(xpv2.TypeReady).Reason != generic.ReasonResourceNotOwned {
+		t.Errorf("Create of a second policy for team %d: %v, Ready %q; want ResourceNotOwned", teamID, err, second.GetCondition(xpv2.TypeReady).Reason)
+	}
+	if n := f.Server.Count("PUT /api/teams/{id}/escalation"); n != 0 {
+		t.Errorf("%d PUTs of the team's policy by the second EscalationPolicy, want 0", n)
+	}
+	if meta.GetExternalName(second) != "" {
+		t.Errorf("the second policy took external name %q", meta.GetExternalName(second))
 	}
 }
