@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -19,7 +21,20 @@ type TeamParameters struct {
 	// here. Left out, the provider leaves the server's mapping alone.
 	// +optional
 	OIDC *TeamOIDC `json:"oidc,omitempty"`
+
+	// KeyRotation says when the team's scoped key (the one the provider
+	// mints for the team's EscalationPolicy, DeadmanSwitches and
+	// Integrations, and keeps in its own namespace) is rotated: a new key
+	// is minted and written in place, then the old one revoked. Unset, or
+	// without an interval: every 720h. Rotation needs the Update
+	// management policy.
+	// +optional
+	KeyRotation *KeyRotation `json:"keyRotation,omitempty"`
 }
+
+// DefaultTeamKeyRotation is how often a team's scoped key is rotated when
+// its Team says nothing else.
+const DefaultTeamKeyRotation = 720 * time.Hour
 
 // TeamOIDC maps OIDC groups to a team. An empty group clears the mapping.
 type TeamOIDC struct {
@@ -55,6 +70,21 @@ type TeamObservation struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	PreviousIDs []int64 `json:"previousIds,omitempty"`
+
+	// Key is the team's scoped key as last seen; unset until a child of
+	// the team needed one.
+	// +optional
+	Key *TeamKeyObservation `json:"key,omitempty"`
+}
+
+// TeamKeyObservation is the team's scoped key (never the key itself).
+type TeamKeyObservation struct {
+	// MintedAt is when the key in use was minted.
+	MintedAt *metav1.Time `json:"mintedAt,omitempty"`
+	// NextRotationAt is when it will be rotated next.
+	NextRotationAt *metav1.Time `json:"nextRotationAt,omitempty"`
+	// LastRotationRequest is the keyRotation.rotationRequest last handled.
+	LastRotationRequest string `json:"lastRotationRequest,omitempty"`
 }
 
 // A TeamSpec defines the desired state of a Team.

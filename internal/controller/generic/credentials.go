@@ -267,6 +267,28 @@ func (c *Conn) mayMint(teamID int64) func(context.Context) error {
 	}
 }
 
+// TeamKeyState is teamID's scoped key as its Secret says; false when none
+// is kept (or team keys are off).
+func (c *Conn) TeamKeyState(ctx context.Context, teamID int64) (TeamKeyState, bool, error) {
+	if c.servers.TeamKeys == nil || !c.TeamScoped() {
+		return TeamKeyState{}, false, nil
+	}
+	return c.servers.TeamKeys.State(ctx, c.Config, teamID)
+}
+
+// RotateTeamKey mints a new key of teamID in place of the kept one and
+// revokes the old (request is the rotation request it answers).
+func (c *Conn) RotateTeamKey(ctx context.Context, teamID int64, request string) error {
+	if c.servers.TeamKeys == nil {
+		return nil
+	}
+	instance, err := c.Instance()
+	if err != nil {
+		return err
+	}
+	return c.servers.TeamKeys.Rotate(ctx, c.Config, instance, teamID, request, c.mayMint(teamID))
+}
+
 // HoldsTeamKey reports whether a team-scoped key of teamID is still kept.
 func (c *Conn) HoldsTeamKey(ctx context.Context, teamID int64) (bool, error) {
 	if c.servers.TeamKeys == nil {

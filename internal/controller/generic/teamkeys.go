@@ -42,6 +42,10 @@ const (
 	keyAccountID = "account-id"
 	keyKeyID     = "key-id"
 	keyEndpoint  = "endpoint"
+	keyMintedAt  = "minted-at"
+	// AnnotationRotationRequest is the Team's keyRotation.rotationRequest
+	// the key in the Secret was minted for.
+	AnnotationRotationRequest = "terdut.ryuvia.com/rotation-request"
 
 	// remintEvery bounds re-minting a team key answered with 401, so a
 	// server that refuses every key is not asked for a new one per request.
@@ -80,6 +84,8 @@ type TeamKeys struct {
 	minting map[string]*sync.Mutex
 	// written is the key each team's Secret was last given here, and when.
 	written map[string]writtenKey
+	// now is time.Now, but for tests.
+	now func() time.Time
 }
 
 type writtenKey struct {
@@ -185,6 +191,11 @@ func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options,
 	// created a moment ago (at 5,000 MRs, most of the API server's reads).
 	s, err := k.secret(ctx, CachedOnly(k.Kube), cfg, teamID)
 	tok := token(s)
+	if fresh := k.fresh(SecretName(cfg, teamID)); fresh != "" && err == nil {
+		// NOTE: a key this process wrote a moment ago (a rotation) is
+		// newer than the cache may show.
+		tok = fresh
+	}
 	if err == nil && tok == "" {
 		tok, err = k.mintIfMissing(ctx, cfg, instance, teamID, mayMint)
 	}
@@ -195,11 +206,25 @@ func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options,
 		return terdut.Options{}, err
 	}
 	base.Token = tok
+	// NOTE: Refresh is asked when the key it last handed out (first tok)
+	// is refused: a newer one in the Secret (a rotation) is taken, and
+	// only the refused one itself is minted anew.
+	var mu sync.Mutex
+	inUse := tok
 	base.Refresh = func(ctx context.Context) (terdut.Secret, error) {
 		if err := mayMint(ctx); err != nil {
 			return "", err
 		}
-		return k.remint(ctx, cfg, instance, teamID)
+		mu.Lock()
+		refused := inUse
+		mu.Unlock()
+		next, err := k.remint(ctx, cfg, instance, teamID, refused)
+		if err == nil {
+			mu.Lock()
+			inUse = next
+			mu.Unlock()
+		}
+		return next, err
 	}
 	return base, nil
 }
@@ -302,11 +327,21 @@ func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terd
 	if err := mayMint(ctx); err != nil {
 		return "", err
 	}
-	return k.mint(ctx, cfg, instance, teamID, s)
+	return k.mint(ctx, cfg, instance, teamID, s, "")
 }
 
-func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) (terdut.Secret, error) {
+func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, refused terdut.Secret) (terdut.Secret, error) {
 	name := SecretName(cfg, teamID)
+	defer k.lock(name)()
+	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
+	if err != nil {
+		return "", err
+	}
+	if tok := token(s); tok != "" && tok != refused {
+		// NOTE: the key was replaced (a rotation) since this client got
+		// it: the Secret holds the new one, nothing is minted.
+		return tok, nil
+	}
 	k.mu.Lock()
 	if k.reminted == nil {
 		k.reminted = map[string]time.Time{}
@@ -317,12 +352,50 @@ func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Clie
 	}
 	k.reminted[name] = time.Now()
 	k.mu.Unlock()
-	defer k.lock(name)()
-	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
-	if err != nil {
-		return "", err
+	return k.mint(ctx, cfg, instance, teamID, s, s.Annotations[AnnotationRotationRequest])
+}
+
+// A TeamKeyState is what a team's key Secret says of its key.
+type TeamKeyState struct {
+	// MintedAt is when the key was minted (zero: a Secret written before
+	// it was recorded).
+	MintedAt time.Time
+	// Request is the rotation request it was minted for.
+	Request string
+}
+
+// State is the team's key as its Secret (through the cache) says; false
+// when no key is kept.
+func (k *TeamKeys) State(ctx context.Context, cfg Config, teamID int64) (TeamKeyState, bool, error) {
+	s, err := k.secret(ctx, k.Kube, cfg, teamID)
+	if err != nil || token(s) == "" {
+		return TeamKeyState{}, false, err
 	}
-	return k.mint(ctx, cfg, instance, teamID, s)
+	at, _ := time.Parse(time.RFC3339, string(s.Data[keyMintedAt]))
+	return TeamKeyState{MintedAt: at, Request: s.Annotations[AnnotationRotationRequest]}, true, nil
+}
+
+// Rotate mints a new key of the team and writes it in place of the kept
+// one, which is then revoked; request is the rotation request it answers.
+// A team with no key kept has nothing to rotate.
+func (k *TeamKeys) Rotate(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, request string, mayMint func(context.Context) error) error {
+	defer k.lock(SecretName(cfg, teamID))()
+	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
+	if err != nil || token(s) == "" {
+		return err
+	}
+	if err := mayMint(ctx); err != nil {
+		return err
+	}
+	_, err = k.mint(ctx, cfg, instance, teamID, s, request)
+	return err
+}
+
+func (k *TeamKeys) clock() time.Time {
+	if k.now != nil {
+		return k.now()
+	}
+	return time.Now()
 }
 
 // mint creates (or adopts) the team's service account, mints a key on it and
@@ -335,7 +408,7 @@ func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Clie
 // cannot list an account's keys to find it. The next mint that finds the
 // mark (under the team's lock, so never one of this process under way)
 // deletes the team's account, and every key on it, and starts afresh.
-func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, cur *corev1.Secret) (terdut.Secret, error) {
+func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, cur *corev1.Secret, request string) (terdut.Secret, error) {
 	s := cur
 	if s == nil {
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: SecretName(cfg, teamID)}}
@@ -385,11 +458,15 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 	if len(pending) > 0 {
 		s.Annotations[AnnotationRevokeKeyID] = formatIDs(pending)
 	}
+	if request != "" {
+		s.Annotations[AnnotationRotationRequest] = request
+	}
 	s.Data = map[string][]byte{
 		keyToken:     []byte(key.Key.Reveal()),
 		keyAccountID: []byte(FormatID(sa.ID)),
 		keyKeyID:     []byte(strconv.FormatInt(key.ID, 10)),
 		keyEndpoint:  []byte(cfg.Spec.Endpoint),
+		keyMintedAt:  []byte(k.clock().UTC().Format(time.RFC3339)),
 	}
 	if err := k.write(ctx, s); err != nil {
 		// NOTE: nobody holds the new key: it must not stay valid either.

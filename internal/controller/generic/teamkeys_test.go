@@ -591,3 +591,50 @@ func validKeys(d *terdutdouble.Server) int {
 	}
 	return n
 }
+
+// TestATeamKeyIsRotatedInPlace: Rotate mints a new key, writes it over the
+// kept one (recording when, and for which request) and revokes the old; a
+// child's client still holding the old key is refused once and takes the
+// new one from the Secret, minting nothing.
+func TestATeamKeyIsRotatedInPlace(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance", MaxRetries: -1})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg.Spec.Endpoint = hs.URL
+	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system", now: func() time.Time { return now }}
+	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL, MaxRetries: -1}, instance, team.ID, mayMint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, _ := terdut.New(o)
+	old := o.Token
+	if st, ok, err := k.State(t.Context(), cfg, team.ID); err != nil || !ok || !st.MintedAt.Equal(now) {
+		t.Fatalf("State = %+v, %t, %v; want minted at %s", st, ok, err, now)
+	}
+	now = now.Add(721 * time.Hour)
+	k.written = nil // the rotation is seen through the Secret, not this process's memory
+	if err := k.Rotate(t.Context(), cfg, instance, team.ID, "2026-12-07", mayMint); err != nil {
+		t.Fatal(err)
+	}
+	st, _, _ := k.State(t.Context(), cfg, team.ID)
+	if !st.MintedAt.Equal(now) || st.Request != "2026-12-07" {
+		t.Errorf("State after Rotate = %+v, want minted at %s for request 2026-12-07", st, now)
+	}
+	if double.Verify(old.Reveal()).Valid {
+		t.Error("the old key is still valid after the rotation")
+	}
+	mints := double.Count("POST /api/service-accounts/{id}/keys")
+	if _, err := child.ListDeadmanSwitches(t.Context(), team.ID); err != nil {
+		t.Errorf("a child holding the old key after the rotation: %v; want it to take the new one", err)
+	}
+	if n := double.Count("POST /api/service-accounts/{id}/keys") - mints; n != 0 {
+		t.Errorf("%d keys minted for a child holding the rotated-out key; want 0 (the Secret holds the new one)", n)
+	}
+	if n := validKeys(double); n != 1 {
+		t.Errorf("%d valid keys of the team, want 1", n)
+	}
+}

@@ -74,6 +74,10 @@ func TestDelete(t *testing.T) {
 type keys struct {
 	held       map[int64]bool
 	failRevoke int
+	// state is each team's key as its Secret says; rotated the rotation
+	// requests RotateTeamKey was called with.
+	state   map[int64]generic.TeamKeyState
+	rotated []string
 }
 
 // TestDeleteRetriesTeamKeyCleanup: Delete removes the team and then its

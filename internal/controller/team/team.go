@@ -28,6 +28,7 @@ const (
 	errSetGroups  = "cannot set the team's OIDC groups"
 	errDeleteTeam = "cannot delete team"
 	errCleanup    = "cannot check whether the deleted team's scoped key is removed"
+	errRotateKey  = "cannot rotate the team's scoped key"
 )
 
 // api is the part of terdut-server's API a Team needs.
@@ -56,15 +57,22 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 	})
 }
 
-// teamKeys are the team-scoped keys of a Team's children, which go with it.
+// teamKeys are the team-scoped keys of a Team's children: the Team rotates
+// them, and they go with it.
 type teamKeys interface {
 	HoldsTeamKey(ctx context.Context, teamID int64) (bool, error)
 	RevokeTeamKey(ctx context.Context, teamID int64) error
+	TeamKeyState(ctx context.Context, teamID int64) (generic.TeamKeyState, bool, error)
+	RotateTeamKey(ctx context.Context, teamID int64, request string) error
 }
 
 // New returns a Team's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Team] {
-	return &external{api: d.Client, adopter: d.Adopter, keys: d.Conn}
+	e := &external{api: d.Client, adopter: d.Adopter, now: time.Now}
+	if d.Conn != nil {
+		e.keys = d.Conn
+	}
+	return e
 }
 
 type external struct {
@@ -74,6 +82,11 @@ type external struct {
 	keys teamKeys
 	// observed is what Observe read in this reconcile; Update uses it.
 	observed *terdut.Team
+	// rotate is the rotation request the team's key is due for, set by
+	// Observe ("" with rotateDue for an interval's rotation).
+	rotate    string
+	rotateDue bool
+	now       func() time.Time
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.Team] = (*external)(nil)
@@ -113,7 +126,48 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 	cr.Status.AtProvider.PreviousIDs = prev
 	cr.SetConditions(xpv2.Available())
 	diff := Diff(cr.Spec.ForProvider, t)
+	if err := e.observeKey(ctx, cr, id); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if e.rotateDue && !meta.WasDeleted(cr) {
+		diff += diffKeyRotation
+	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
+}
+
+const diffKeyRotation = "the team's scoped key is due for rotation (keyRotation)"
+
+// observeKey reports the team's scoped key in status and whether it is due
+// for rotation: its interval passed, or a new rotationRequest.
+func (e *external) observeKey(ctx context.Context, cr *v1alpha1.Team, id int64) error {
+	if e.keys == nil {
+		return nil
+	}
+	st, ok, err := e.keys.TeamKeyState(ctx, id)
+	if err != nil || !ok {
+		return err
+	}
+	interval := v1alpha1.DefaultTeamKeyRotation
+	request := ""
+	if r := cr.Spec.ForProvider.KeyRotation; r != nil {
+		if r.Interval != nil {
+			interval = r.Interval.Duration
+		}
+		request = r.RotationRequest
+	}
+	o := &v1alpha1.TeamKeyObservation{LastRotationRequest: st.Request}
+	if !st.MintedAt.IsZero() {
+		minted, next := metav1.NewTime(st.MintedAt), metav1.NewTime(st.MintedAt.Add(interval))
+		o.MintedAt, o.NextRotationAt = &minted, &next
+	}
+	cr.Status.AtProvider.Key = o
+	e.rotate = request
+	now := time.Now
+	if e.now != nil {
+		now = e.now
+	}
+	e.rotateDue = (request != "" && request != st.Request) || (!st.MintedAt.IsZero() && !now().Before(st.MintedAt.Add(interval)))
+	return nil
 }
 
 // Create adopts a team of the same name if the server has one, and creates
@@ -189,6 +243,14 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 	if want := desiredGroups(p); want != nil && *want != groupsOf(cur) {
 		if err := e.api.SetOIDCGroups(ctx, id, *want); err != nil {
 			return managed.ExternalUpdate{}, errors.Wrap(err, errSetGroups)
+		}
+	}
+	if e.rotateDue && e.keys != nil {
+		// NOTE: the new key is written in place first, then the old one
+		// revoked; a child holding the old one takes the new one from
+		// the Secret on its next 401.
+		if err := e.keys.RotateTeamKey(ctx, id, e.rotate); err != nil {
+			return managed.ExternalUpdate{}, errors.Wrap(err, errRotateKey)
 		}
 	}
 	return managed.ExternalUpdate{}, nil

@@ -341,6 +341,17 @@ func TestDriftIsReverted(t *testing.T) {
 	}
 }
 
+func (k *keys) TeamKeyState(_ context.Context, teamID int64) (generic.TeamKeyState, bool, error) {
+	st, ok := k.state[teamID]
+	return st, ok, nil
+}
+
+func (k *keys) RotateTeamKey(_ context.Context, teamID int64, request string) error {
+	k.rotated = append(k.rotated, request)
+	k.state[teamID] = generic.TeamKeyState{MintedAt: controllertest.Now(), Request: request}
+	return nil
+}
+
 func (k *keys) HoldsTeamKey(_ context.Context, teamID int64) (bool, error) {
 	return k.held[teamID], nil
 }
@@ -426,6 +437,82 @@ func TestATeamTheListOmitsIsReadByItself(t *testing.T) {
 			st := f.Server.Snapshot()
 			if len(st.Teams) != 1 || st.Teams[0].Name != "Platform (renamed)" {
 				t.Errorf("\n%s\nteams on the server after the rename: %+v, want one, renamed", tc.reason, st.Teams)
+			}
+		})
+	}
+}
+
+// TestATeamRotatesItsTeamsKey: a team's scoped key is rotated when its
+// interval (720h unless keyRotation says otherwise) has passed or a new
+// keyRotation.rotationRequest is set; status shows when it was minted and
+// when it is rotated next. An Observe-only reconcile never rotates.
+func TestATeamRotatesItsTeamsKey(t *testing.T) {
+	now := controllertest.Now()
+	cases := map[string]struct {
+		reason  string
+		minted  time.Time
+		handled string
+		spec    *v1alpha1.KeyRotation
+		want    []string // the rotation requests RotateTeamKey gets
+	}{
+		"Fresh": {
+			reason: "A key minted an hour ago is not due.",
+			minted: now.Add(-time.Hour),
+		},
+		"DefaultInterval": {
+			reason: "Without keyRotation, a key older than 720h is rotated.",
+			minted: now.Add(-721 * time.Hour),
+			want:   []string{""},
+		},
+		"OwnInterval": {
+			reason: "keyRotation.interval 24h: a key of 25h is rotated.",
+			minted: now.Add(-25 * time.Hour),
+			spec:   &v1alpha1.KeyRotation{Interval: &metav1.Duration{Duration: 24 * time.Hour}},
+			want:   []string{""},
+		},
+		"Requested": {
+			reason: "A new rotationRequest rotates at once, and is recorded.",
+			minted: now.Add(-time.Hour),
+			spec:   &v1alpha1.KeyRotation{RotationRequest: "2026-12-07"},
+			want:   []string{"2026-12-07"},
+		},
+		"RequestHandled": {
+			reason:  "A rotationRequest the key was already minted for is not rotated again.",
+			minted:  now.Add(-time.Hour),
+			handled: "2026-12-07",
+			spec:    &v1alpha1.KeyRotation{RotationRequest: "2026-12-07"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := controllertest.New(t)
+			id := f.Team(t, "Platform")
+			k := &keys{held: map[int64]bool{id: true}, state: map[int64]generic.TeamKeyState{id: {MintedAt: tc.minted, Request: tc.handled}}}
+			cr := team(withID(id))
+			cr.Spec.ForProvider.KeyRotation = tc.spec
+			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}, keys: k, now: func() time.Time { return now }}
+			o, err := e.Observe(t.Context(), cr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.ResourceUpToDate != (len(tc.want) == 0) {
+				t.Errorf("\n%s\nObserve: up to date %t, want %t (diff %q)", tc.reason, o.ResourceUpToDate, len(tc.want) == 0, o.Diff)
+			}
+			key := cr.Status.AtProvider.Key
+			interval := v1alpha1.DefaultTeamKeyRotation
+			if tc.spec != nil && tc.spec.Interval != nil {
+				interval = tc.spec.Interval.Duration
+			}
+			if key == nil || key.MintedAt == nil || !key.MintedAt.Time.Equal(tc.minted) || !key.NextRotationAt.Time.Equal(tc.minted.Add(interval)) {
+				t.Errorf("\n%s\nstatus.atProvider.key = %+v, want minted %s, next %s", tc.reason, key, tc.minted, tc.minted.Add(interval))
+			}
+			if !o.ResourceUpToDate {
+				if _, err := e.Update(t.Context(), cr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, k.rotated, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("\n%s\nrotations: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
