@@ -429,6 +429,18 @@ func TestComposedCondition(t *testing.T) {
 			want:     "False RefNotPermitted",
 			warning:  "RefNotPermitted",
 		},
+		"RefusedTeamBeforeItsChildren": {
+			// The children fail too, as a consequence (their reference to
+			// the refused Team never resolves): the condition names the
+			// cause, the Team, although the children sort first by name.
+			xr: teamXR,
+			observed: map[string]*fnv1.Resource{
+				NameTeam:                        observed("Team", "terdut.ryuvia.com/v1alpha1", "team-a", "web", mrRefused),
+				"integration-prod-alertmanager": observed("Integration", "terdut.ryuvia.com/v1alpha1", "team-a", "web-prod-alertmanager", `{"conditions": [{"type": "Synced", "status": "False", "reason": "ReconcileError", "message": "cannot resolve references: referenced field was empty"}]}`),
+			},
+			want:    "False RefNotPermitted",
+			warning: "RefNotPermitted",
+		},
 		"WaitingDeployment": {
 			xr: serverXR1,
 			observed: map[string]*fnv1.Resource{

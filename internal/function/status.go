@@ -324,7 +324,18 @@ func generic(reason xpv2.ConditionReason) bool {
 // name) that is not ready, and whether it is failing (Synced=False) rather
 // than on its way.
 func holdBack(observed map[resource.Name]resource.ObservedComposed, notReady map[string]string, held string) (reason, msg string, failing bool) {
-	names := slices.Sorted(maps.Keys(notReady))
+	// NOTE: a team before its children: a child that cannot resolve its
+	// reference to a refused Team fails as a consequence; the Team's own
+	// reason (RefNotPermitted, say) is the cause the owner acts on.
+	names := slices.SortedFunc(maps.Keys(notReady), func(a, b string) int {
+		if ta, tb := a == NameTeam, b == NameTeam; ta != tb {
+			if ta {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
 	if len(names) == 0 {
 		return "", "", false
 	}
