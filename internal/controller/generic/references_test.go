@@ -122,3 +122,28 @@ func TestCreatingWritesTheResolvedTeamWithThePendingUpdate(t *testing.T) {
 		t.Errorf("stored after the create: teamId %v, external name %q; want 42 and 7", id, meta.GetExternalName(stored))
 	}
 }
+
+// A child whose team reference does not resolve says what it waits for, as
+// its Ready condition WaitingForTeam: a Team that does not exist yet, or one
+// that has no ID yet (with that Team's own reason: refused, say).
+func TestAChildWaitingForItsTeamSaysSo(t *testing.T) {
+	refused := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "ops"}}
+	refused.SetConditions(Unavailable("RefNotPermitted", `ClusterProviderConfig "default" does not admit namespace "a"`))
+	kube := fakeBuilder(t).WithObjects(refused).Build()
+	r := References{Reader: kube, Patch: &patches{}, TeamRef: func(mg resource.Managed) string {
+		return mg.(*v1alpha1.DeadmanSwitch).Spec.ForProvider.TeamIDRef.Name
+	}}
+	for ref, want := range map[string]string{
+		"ops":     `waiting for Team "ops" (spec.forProvider.teamIdRef) to get its team's ID from the server: it is False, RefNotPermitted: ClusterProviderConfig "default" does not admit namespace "a"`,
+		"nothing": `waiting for Team "nothing" (spec.forProvider.teamIdRef), which does not exist in namespace "a"`,
+	} {
+		sw := &v1alpha1.DeadmanSwitch{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "wd"}}
+		sw.Spec.ForProvider.TeamIDRef = &xpv2.Reference{Name: ref}
+		if err := r.ResolveReferences(t.Context(), sw); err == nil {
+			t.Errorf("teamIdRef %q resolved", ref)
+		}
+		if c := sw.GetCondition(xpv2.TypeReady); c.Reason != ReasonWaitingForTeam || c.Message != want {
+			t.Errorf("teamIdRef %q: Ready %q %q, want %q %q", ref, c.Reason, c.Message, ReasonWaitingForTeam, want)
+		}
+	}
+}

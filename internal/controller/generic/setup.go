@@ -2,6 +2,7 @@ package generic
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -260,7 +261,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	opts = append(opts,
 		managed.WithRecorder(record),
 		managed.WithDeterministicExternalName(k.DeterministicExternalName),
-		managed.WithReferenceResolver(References{Reader: mgr.GetClient(), Patch: managed.NewAPISimpleReferenceResolver(mgr.GetClient())}),
+		managed.WithReferenceResolver(References{Reader: mgr.GetClient(), Patch: managed.NewAPISimpleReferenceResolver(mgr.GetClient()), TeamRef: teamRefName(k.TeamRefs)}),
 	)
 	if o.ManagementPolicies {
 		opts = append(opts, managed.WithManagementPolicies())
@@ -348,4 +349,29 @@ func setupIndexes[M resource.ModernManaged](mgr ctrl.Manager, ix *Indexes, k Kin
 // record.EventRecorder of the old events API; move when it takes the new one.
 func NewRecorder(mgr ctrl.Manager, name string) event.Recorder {
 	return event.NewAPIRecorder(mgr.GetEventRecorderFor(name))
+}
+
+// teamRefName is the name of the Team a child's teamIdRef names, read from
+// its TeamRefs keys; nil for kinds of no team.
+func teamRefName[M resource.ModernManaged](refs func(M) []string) func(resource.Managed) string {
+	if refs == nil {
+		return nil
+	}
+	return func(mg resource.Managed) string {
+		m, ok := mg.(M)
+		if !ok {
+			return ""
+		}
+		return refName(refs(m))
+	}
+}
+
+// refName is the Team name among a child's TeamRefKeys ("" for none).
+func refName(keys []string) string {
+	for _, k := range keys {
+		if n, ok := strings.CutPrefix(k, "ref:"); ok {
+			return n
+		}
+	}
+	return ""
 }

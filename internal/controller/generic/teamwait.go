@@ -2,7 +2,6 @@ package generic
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,12 +63,7 @@ func (w TeamWait[M]) wait(ctx context.Context, req reconcile.Request) time.Durat
 	if left <= 0 || meta.WasDeleted(mg) || meta.GetExternalName(mg) != "" {
 		return 0
 	}
-	name := ""
-	for _, k := range w.Refs(mg) {
-		if n, ok := strings.CutPrefix(k, "ref:"); ok {
-			name = n
-		}
-	}
+	name := refName(w.Refs(mg))
 	if name == "" {
 		return 0
 	}
