@@ -150,6 +150,7 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 			notReady[NameServiceAccount] = held
 		}
 		st := ServerStatus(n, &xr.Spec)
+		st.ObservedGeneration = xr.GetGeneration()
 		st.KeyRotation = ObservedKeyRotation(observed)
 		total := len(all)
 		if held != "" {
@@ -181,6 +182,7 @@ func compose(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, obj ma
 		n := TeamNames{Namespace: namespace, Name: name}
 		out := Team(n, &xr.Spec)
 		st := TeamStatus(n, &xr.Spec)
+		st.ObservedGeneration = xr.GetGeneration()
 		st.TeamID = ObservedTeamID(observed)
 		server, err := teamServer(req, rsp, n, &xr.Spec, in.ProviderNamespace, &st)
 		if err != nil {

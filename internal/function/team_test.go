@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/types/known/structpb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -271,6 +272,30 @@ func TestTeamHoldsServer(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.accounts, accounts, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Usages of the server's ServiceAccount: -want, +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+// The claim says which generation of its spec its status was composed from,
+// so a user (or a test) can tell a change that is applied from one that is
+// not yet.
+func TestClaimsReportObservedGeneration(t *testing.T) {
+	for name, xr := range map[string]string{"TerdutTeam": teamXR, "TerdutServer": serverXR1} {
+		t.Run(name, func(t *testing.T) {
+			obj := resource.MustStructJSON(xr)
+			obj.GetFields()["metadata"].GetStructValue().GetFields()["generation"] = structpb.NewNumberValue(3)
+			req := &fnv1.RunFunctionRequest{
+				Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: obj}},
+				Desired:  &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(xr)}},
+			}
+			rsp, err := (&Function{Log: logging.NewNopLogger()}).RunFunction(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
+			if st["observedGeneration"] != float64(3) {
+				t.Errorf("status.observedGeneration = %v, want 3", st["observedGeneration"])
 			}
 		})
 	}

@@ -369,6 +369,11 @@ type Bootstrap struct {
 
 // XTerdutServerStatus is what the composition reports back.
 type XTerdutServerStatus struct {
+	// ObservedGeneration is the metadata.generation of the spec this status
+	// was composed from: while it is behind, a change is not applied yet.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// Endpoint the provider reaches the server at.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`

@@ -147,6 +147,11 @@ type Integration struct {
 
 // XTerdutTeamStatus is what the composition reports back.
 type XTerdutTeamStatus struct {
+	// ObservedGeneration is the metadata.generation of the spec this status
+	// was composed from: while it is behind, a change is not applied yet.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// TeamID is the team's server-side ID.
 	// +optional
 	TeamID int64 `json:"teamId,omitempty"`
