@@ -49,6 +49,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Object:         &v1alpha1.DeadmanSwitch{},
 		List:           &v1alpha1.DeadmanSwitchList{},
 		External:       New,
+		ObservedTeam:   func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.TeamID },
 		TeamOf:         teamOf,
 		Credentials:    generic.TeamKey(teamOf),
 		OwnAnnotations: []string{AnnotationCreateAttempted, AnnotationCreateAttemptedName},

@@ -49,13 +49,14 @@ var _ api = (*terdut.Client)(nil)
 // Setup adds the EscalationPolicy controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
 	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.EscalationPolicy]{
-		GroupKind:   v1alpha1.EscalationPolicyGroupKind,
-		GVK:         v1alpha1.EscalationPolicyGroupVersionKind,
-		Object:      &v1alpha1.EscalationPolicy{},
-		List:        &v1alpha1.EscalationPolicyList{},
-		External:    New,
-		TeamOf:      teamOf,
-		Credentials: generic.TeamKey(teamOf),
+		GroupKind:    v1alpha1.EscalationPolicyGroupKind,
+		GVK:          v1alpha1.EscalationPolicyGroupVersionKind,
+		Object:       &v1alpha1.EscalationPolicy{},
+		List:         &v1alpha1.EscalationPolicyList{},
+		External:     New,
+		ObservedTeam: func(cr *v1alpha1.EscalationPolicy) int64 { return cr.Status.AtProvider.TeamID },
+		TeamOf:       teamOf,
+		Credentials:  generic.TeamKey(teamOf),
 		TeamRefs: func(cr *v1alpha1.EscalationPolicy) []string {
 			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
 		},

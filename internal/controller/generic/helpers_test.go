@@ -38,7 +38,7 @@ type connectorOption[M resource.ModernManaged] func(*Connector[M])
 // withTeamOf makes M a kind that belongs to a team (ownership gate).
 func withTeamOf[M resource.ModernManaged](teamOf func(M) (int64, bool)) connectorOption[M] {
 	return func(c *Connector[M]) {
-		c.Gates = []Gate[M]{ConsentGate[M](c.Kube, "crossplane-system", nil), OwnershipGate(c.Owners, teamOf)}
+		c.Gates = []Gate[M]{ConsentGate[M](c.Kube, "crossplane-system", nil), OwnershipGate(c.Owners, teamOf, nil)}
 	}
 }
 
@@ -48,7 +48,7 @@ func newTestConnector[M resource.ModernManaged](kube client.Client, list func() 
 	owners := Owners{Kube: kube, NewList: list, Kind: kind}
 	tc.Connector = &Connector[M]{
 		Kube: kube, Usage: &tracked{}, Servers: tc.servers, Record: event.NewNopRecorder(),
-		Gates:       []Gate[M]{ConsentGate[M](kube, "crossplane-system", nil), OwnershipGate[M](owners, nil)},
+		Gates:       []Gate[M]{ConsentGate[M](kube, "crossplane-system", nil), OwnershipGate[M](owners, nil, nil)},
 		Credentials: creds,
 		Owners:      owners,
 		External: func(d Deps) managed.TypedExternalClient[M] {

@@ -29,6 +29,7 @@ const (
 	errListManagers = "cannot list managed resources to check ownership"
 	errNotOwned     = "%s %s is already managed by %s %s/%s on the same terdut-server: one server object is managed by one managed resource only; nothing was written"
 	errForeignTeam  = "team %d is not a Team of namespace %q on the same terdut-server: a %s may only belong to a team managed in its own namespace; nothing was written"
+	errTeamMoved    = "this resource's object was observed in team %d, and its teamId is now %d: deleting it touches neither team"
 )
 
 type notOwnedError struct {
@@ -62,7 +63,11 @@ func IsUntouchable(err error) bool {
 // another MR's object, and a child whose team is not a Team of its own
 // namespace using the same provider config. teamOf is nil for kinds that
 // belong to no team.
-func OwnershipGate[M resource.ModernManaged](o Owners, teamOf func(M) (int64, bool)) Gate[M] {
+//
+// observedTeam (nil for none) is the team a child last observed its object
+// in: a child being deleted whose team is no longer that one (its teamId
+// edited) is refused, and so touches nothing and gets no team's key.
+func OwnershipGate[M resource.ModernManaged](o Owners, teamOf func(M) (int64, bool), observedTeam func(M) int64) Gate[M] {
 	return func(ctx context.Context, mg M, _ Config) error {
 		if err := o.CheckExternalName(ctx, mg); err != nil || teamOf == nil {
 			return err
@@ -70,6 +75,11 @@ func OwnershipGate[M resource.ModernManaged](o Owners, teamOf func(M) (int64, bo
 		id, ok := teamOf(mg)
 		if !ok {
 			return nil
+		}
+		if observedTeam != nil && meta.WasDeleted(mg) {
+			if seen := observedTeam(mg); seen != 0 && seen != id {
+				return o.refuse(mg, ReasonTeamNotInNamespace, fmt.Sprintf(errTeamMoved, seen, id))
+			}
 		}
 		err := o.CheckTeam(ctx, mg, id)
 		if err != nil && IsNotOwned(err) && meta.WasDeleted(mg) && o.holds(mg) {
@@ -102,27 +112,35 @@ func (a Adoptable) Allowed(ctx context.Context, id int64) error {
 // cannot be read counts as the same server (fail closed: its MR may hold
 // the object).
 func (o Owners) sameServer(ctx context.Context, a, b resource.Managed) (bool, error) {
+	same, _, err := o.serverOf(ctx, a, b)
+	return same, err
+}
+
+// serverOf is sameServer, and whether b's server is only assumed to be a's
+// (its config cannot be read): such an MR may keep another from an object,
+// but is never shown to hold one.
+func (o Owners) serverOf(ctx context.Context, a, b resource.Managed) (same, assumed bool, err error) {
 	ma, okA := a.(resource.ModernManaged)
 	mb, okB := b.(resource.ModernManaged)
 	if !okA || !okB {
-		return false, nil
+		return false, false, nil
 	}
 	ra, rb := ma.GetProviderConfigReference(), mb.GetProviderConfigReference()
 	if ra == nil || rb == nil {
-		return ra == nil && rb == nil, nil
+		return ra == nil && rb == nil, false, nil
 	}
 	if *ra == *rb && (ra.Kind == v1alpha1.ClusterProviderConfigKind || a.GetNamespace() == b.GetNamespace()) {
-		return true, nil
+		return true, false, nil
 	}
 	ca, err := ResolveProviderConfig(ctx, o.Kube, ma)
 	if err != nil {
-		return false, errors.Wrap(err, errListManagers)
+		return false, false, errors.Wrap(err, errListManagers)
 	}
 	cb, err := ResolveProviderConfig(ctx, o.Kube, mb)
 	if err != nil {
-		return true, nil //nolint:nilerr // Unreadable: taken as the same server, see above.
+		return true, true, nil //nolint:nilerr // Unreadable: taken as the same server, see above.
 	}
-	return SameEndpoint(ca.Spec.Endpoint, cb.Spec.Endpoint), nil
+	return SameEndpoint(ca.Spec.Endpoint, cb.Spec.Endpoint), false, nil
 }
 
 // SameEndpoint reports whether two endpoints name the same server (see
@@ -266,12 +284,13 @@ func (o Owners) OwnTeam(ctx context.Context, mg resource.Managed, teamID int64) 
 	}
 	ranks := teamOwners()
 	var holder *v1alpha1.Team
+	holderAssumed := false
 	for i := range teams.Items {
 		t := &teams.Items[i]
 		if meta.GetExternalName(t) != FormatID(teamID) {
 			continue
 		}
-		same, err := o.sameServer(ctx, mg, t)
+		same, assumed, err := o.serverOf(ctx, mg, t)
 		if err != nil {
 			return nil, err
 		}
@@ -279,10 +298,14 @@ func (o Owners) OwnTeam(ctx context.Context, mg resource.Managed, teamID int64) 
 			continue
 		}
 		if holder == nil || ranks.outranks(t, holder) {
-			holder = t
+			holder, holderAssumed = t, assumed
 		}
 	}
-	if holder != nil && holder.GetNamespace() == mg.GetNamespace() && ranks.holds(holder) {
+	// NOTE: a Team whose provider config cannot be read may be on this
+	// server, so it keeps the others from the team; but it is never the
+	// holder: its team's key would be minted for its children on a server
+	// nobody showed it to be on.
+	if holder != nil && !holderAssumed && holder.GetNamespace() == mg.GetNamespace() && ranks.holds(holder) {
 		return holder, nil
 	}
 	return nil, nil //nolint:nilnil // No Team holds it: a state, not an error.

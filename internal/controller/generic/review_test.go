@@ -153,7 +153,7 @@ func childWorld(t *testing.T, objs ...client.Object) (*terdutdouble.Server, int6
 func observedTeamOwners(teamOf func(*v1alpha1.Team) (int64, bool)) connectorOption[*v1alpha1.Team] {
 	return func(c *Connector[*v1alpha1.Team]) {
 		c.Owners.Observed = func(mg resource.Managed) int64 { return mg.(*v1alpha1.Team).Status.AtProvider.ID }
-		c.Gates = []Gate[*v1alpha1.Team]{ConsentGate[*v1alpha1.Team](c.Kube, "crossplane-system", nil), OwnershipGate(c.Owners, teamOf)}
+		c.Gates = []Gate[*v1alpha1.Team]{ConsentGate[*v1alpha1.Team](c.Kube, "crossplane-system", nil), OwnershipGate(c.Owners, teamOf, nil)}
 	}
 }
 

@@ -173,6 +173,15 @@ type Kind[M resource.ModernManaged] struct {
 	// TeamRefs are a child's IndexTeamRef values (see TeamRefKeys); nil
 	// for kinds that belong to no team.
 	TeamRefs func(M) []string
+	// ObservedTeam is the team a child last observed its object in (its
+	// status); nil for kinds that belong to no team. A child being deleted
+	// whose team is no longer that one touches nothing.
+	ObservedTeam func(M) int64
+	// Orphaned cleans up what is the provider's own when an MR is deleted
+	// while its policies leave out Delete (a Team's scoped key), with its
+	// provider config's server; nil for none. It runs only for an MR that
+	// holds its object.
+	Orphaned func(ctx context.Context, mg M, conn *Conn) error
 }
 
 // SetupGated sets the kind's controller up once its CRD is established when
@@ -293,6 +302,9 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	if k.TeamRefs != nil {
 		rec = TeamWait[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Refs: k.TeamRefs, Now: time.Now}
 	}
+	if k.Orphaned != nil {
+		rec = Orphaning[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Before: orphaned(mgr.GetClient(), o.Servers, owners, k)}
+	}
 	copts, rec := o.Workers(name, rec)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
@@ -308,9 +320,35 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	return b.Complete(rec)
 }
 
+// orphaned runs k.Orphaned for an MR that holds its object (it observed
+// it, and no other MR's claim on it ranks first), with its provider
+// config's server.
+func orphaned[M resource.ModernManaged](kube client.Reader, servers *Servers, owners Owners, k Kind[M]) func(context.Context, M) error {
+	return func(ctx context.Context, mg M) error {
+		if !owners.holds(mg) {
+			return nil
+		}
+		if err := owners.CheckExternalName(ctx, mg); err != nil {
+			if IsNotOwned(err) {
+				return nil
+			}
+			return err
+		}
+		cfg, err := ResolveProviderConfig(ctx, kube, mg)
+		if err != nil {
+			return err
+		}
+		conn, err := servers.Conn(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		return k.Orphaned(ctx, mg, conn)
+	}
+}
+
 // gates are the kind's gates, in order: consent, ownership, its own.
 func gates[M resource.ModernManaged](kube client.Reader, providerNamespace string, owners Owners, k Kind[M]) []Gate[M] {
-	g := []Gate[M]{ConsentGate(kube, providerNamespace, k.Observed), OwnershipGate(owners, k.TeamOf)}
+	g := []Gate[M]{ConsentGate(kube, providerNamespace, k.Observed), OwnershipGate(owners, k.TeamOf, k.ObservedTeam)}
 	if k.Admit != nil {
 		g = append(g, k.Admit(providerNamespace))
 	}

@@ -212,13 +212,10 @@ func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options,
 	var mu sync.Mutex
 	inUse := tok
 	base.Refresh = func(ctx context.Context) (terdut.Secret, error) {
-		if err := mayMint(ctx); err != nil {
-			return "", err
-		}
 		mu.Lock()
 		refused := inUse
 		mu.Unlock()
-		next, err := k.remint(ctx, cfg, instance, teamID, refused)
+		next, err := k.remint(ctx, cfg, instance, teamID, refused, mayMint)
 		if err == nil {
 			mu.Lock()
 			inUse = next
@@ -330,7 +327,7 @@ func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terd
 	return k.mint(ctx, cfg, instance, teamID, s, "")
 }
 
-func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, refused terdut.Secret) (terdut.Secret, error) {
+func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, refused terdut.Secret, mayMint func(context.Context) error) (terdut.Secret, error) {
 	name := SecretName(cfg, teamID)
 	defer k.lock(name)()
 	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
@@ -352,7 +349,16 @@ func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Clie
 	}
 	k.reminted[name] = time.Now()
 	k.mu.Unlock()
-	return k.mint(ctx, cfg, instance, teamID, s, s.Annotations[AnnotationRotationRequest])
+	// NOTE: under the team's lock, as Revoke takes it: a Team that goes
+	// meanwhile either sees this key and revokes it, or refuses it here.
+	if err := mayMint(ctx); err != nil {
+		return "", err
+	}
+	request := ""
+	if s != nil {
+		request = s.Annotations[AnnotationRotationRequest]
+	}
+	return k.mint(ctx, cfg, instance, teamID, s, request)
 }
 
 // A TeamKeyState is what a team's key Secret says of its key.
@@ -600,6 +606,9 @@ func (k *TeamKeys) Held(ctx context.Context, cfg Config, teamID int64) (bool, er
 // Revoke deletes a team's service account (and so its keys) on the server
 // and its key Secret, when the Team itself is deleted.
 func (k *TeamKeys) Revoke(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) error {
+	// NOTE: under the team's minting lock: a mint under way finishes (and
+	// its key is revoked here) before the Team can go.
+	defer k.lock(SecretName(cfg, teamID))()
 	k.wrote(SecretName(cfg, teamID), "")
 	sa, err := instance.GetServiceAccountByName(ctx, AccountName(teamID))
 	if err != nil {

@@ -88,13 +88,14 @@ var _ api = (*terdut.Client)(nil)
 // Setup adds the Integration controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
 	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.Integration]{
-		GroupKind:   v1alpha1.IntegrationGroupKind,
-		GVK:         v1alpha1.IntegrationGroupVersionKind,
-		Object:      &v1alpha1.Integration{},
-		List:        &v1alpha1.IntegrationList{},
-		External:    New,
-		TeamOf:      teamOf,
-		Credentials: generic.TeamKey(teamOf),
+		GroupKind:    v1alpha1.IntegrationGroupKind,
+		GVK:          v1alpha1.IntegrationGroupVersionKind,
+		Object:       &v1alpha1.Integration{},
+		List:         &v1alpha1.IntegrationList{},
+		External:     New,
+		ObservedTeam: func(cr *v1alpha1.Integration) int64 { return cr.Status.AtProvider.TeamID },
+		TeamOf:       teamOf,
+		Credentials:  generic.TeamKey(teamOf),
 		TeamRefs: func(cr *v1alpha1.Integration) []string {
 			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
 		},

@@ -99,6 +99,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Admit:       instanceScopeAtHome,
 		// A team-scoped account's team must be a Team of its namespace: no
 		// tenant may mint a key for another's team.
+		ObservedTeam: func(cr *v1alpha1.ServiceAccount) int64 { return cr.Status.AtProvider.TeamID },
 		TeamOf: func(cr *v1alpha1.ServiceAccount) (int64, bool) {
 			if cr.Spec.ForProvider.Scope != terdut.ScopeTeam {
 				return 0, false

@@ -14,29 +14,6 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
-// TestOrphanedTeamRevokesItsKey (review item 11): a Team removed with
-// management policies without Delete leaves its team on the server, but not
-// its scoped key: nobody would hold or revoke it once the finalizer goes.
-func TestOrphanedTeamRevokesItsKey(t *testing.T) {
-	f := controllertest.New(t)
-	id := f.Team(t, "Platform")
-	k := &keys{held: map[int64]bool{id: true}}
-	cr := team(withID(id))
-	cr.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize})
-	now := metav1.Now()
-	cr.SetDeletionTimestamp(&now)
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}, keys: k}
-	if _, err := e.Observe(t.Context(), cr); err != nil {
-		t.Fatal(err)
-	}
-	if k.held[id] {
-		t.Error("the orphaned Team's scoped key is still kept: a live key nobody owns")
-	}
-	if _, err := f.Client.GetTeam(t.Context(), id); err != nil {
-		t.Errorf("the orphaned team itself is gone from the server: %v", err)
-	}
-}
-
 // TestTeamMadeAgainSaysSo (review item 7): a team deleted outside Kubernetes
 // is made again with a new ID; that must not be silent, the old team's key
 // Secret must go, and the old ID is kept for the children to follow.

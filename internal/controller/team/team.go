@@ -54,7 +54,22 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Credentials:               generic.InstanceKey[*v1alpha1.Team](),
 		Observed:                  func(cr *v1alpha1.Team) int64 { return cr.Status.AtProvider.ID },
 		DeterministicExternalName: true,
+		Orphaned: func(ctx context.Context, cr *v1alpha1.Team, c *generic.Conn) error {
+			return revokeOrphaned(ctx, cr, c)
+		},
 	})
+}
+
+// revokeOrphaned revokes the scoped key of the team a Team held when the
+// Team goes while its management policies leave out Delete: the team stays
+// on the server, but its key is the provider's own, and nobody would hold or
+// revoke it once the finalizer is gone.
+func revokeOrphaned(ctx context.Context, cr *v1alpha1.Team, keys teamKeys) error {
+	id := cr.Status.AtProvider.ID
+	if id == 0 || generic.FormatID(id) != meta.GetExternalName(cr) {
+		return nil
+	}
+	return keys.RevokeTeamKey(ctx, id)
 }
 
 // teamKeys are the team-scoped keys of a Team's children: the Team rotates
@@ -96,14 +111,6 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 	id, ok, err := generic.ExternalID(cr)
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
-	}
-	if meta.WasDeleted(cr) && !generic.Allows(cr, xpv2.ManagementActionDelete) && e.keys != nil {
-		// NOTE: a Team removed without Delete leaves its team on the
-		// server, but its scoped key is the provider's own: nobody
-		// would hold or revoke it after the finalizer goes.
-		if err := e.keys.RevokeTeamKey(ctx, id); err != nil {
-			return managed.ExternalObservation{}, err
-		}
 	}
 	t, err := e.api.GetTeam(ctx, id)
 	if terdut.IsNotFound(err) && meta.WasDeleted(cr) && e.keys != nil {
