@@ -20,9 +20,9 @@ type ProviderConfigSpec struct {
 
 	// CABundleSecretRef selects a PEM CA bundle to trust for an https
 	// endpoint, instead of the system roots. A namespaced ProviderConfig may
-	// only select a Secret in its own namespace.
+	// only select a Secret in its own namespace (the default).
 	// +optional
-	CABundleSecretRef *xpv2.SecretKeySelector `json:"caBundleSecretRef,omitempty"`
+	CABundleSecretRef *SecretKeySelector `json:"caBundleSecretRef,omitempty"`
 
 	// RequestTimeout bounds each request to terdut-server.
 	// +optional
@@ -43,6 +43,8 @@ type ProviderConfigSpec struct {
 
 // A ClusterProviderConfigSpec is a ProviderConfigSpec plus the consent of the
 // server's owner to serve other namespaces.
+// +kubebuilder:validation:XValidation:rule="!has(self.credentials.secretRef) || has(self.credentials.secretRef.__namespace__)",message="a ClusterProviderConfig's credentials.secretRef needs a namespace"
+// +kubebuilder:validation:XValidation:rule="!has(self.caBundleSecretRef) || has(self.caBundleSecretRef.__namespace__)",message="a ClusterProviderConfig's caBundleSecretRef needs a namespace"
 type ClusterProviderConfigSpec struct {
 	ProviderConfigSpec `json:",inline"`
 
@@ -90,12 +92,63 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.source != 'Environment' || has(self.env)",message="credentials.env is required when source is Environment"
 // +kubebuilder:validation:XValidation:rule="self.source != 'Filesystem' || has(self.fs)",message="credentials.fs is required when source is Filesystem"
 type ProviderCredentials struct {
-	xpv2.CommonCredentialSelectors `json:",inline"`
-
 	// Source of the key. Secret is the one to use in a cluster: the
 	// instance key in the operator namespace.
 	// +kubebuilder:validation:Enum=Secret;Environment;Filesystem
 	Source xpv2.CredentialsSource `json:"source"`
+
+	// SecretRef selects the key in a Secret, for source Secret. A
+	// namespaced ProviderConfig may only select a Secret in its own
+	// namespace, which is also the default.
+	// +optional
+	SecretRef *SecretKeySelector `json:"secretRef,omitempty"`
+
+	// Env selects the key in the provider's environment (source
+	// Environment; ClusterProviderConfig only).
+	// +optional
+	Env *xpv2.EnvSelector `json:"env,omitempty"`
+
+	// Fs selects the key in a file of the provider's (source Filesystem;
+	// ClusterProviderConfig only).
+	// +optional
+	Fs *xpv2.FsSelector `json:"fs,omitempty"`
+}
+
+// Selectors are the credentials as crossplane-runtime's credential
+// extractor takes them, with namespace as a secretRef's namespace when it
+// names none.
+func (c ProviderCredentials) Selectors(namespace string) xpv2.CommonCredentialSelectors {
+	return xpv2.CommonCredentialSelectors{Env: c.Env, Fs: c.Fs, SecretRef: c.SecretRef.Selector(namespace)}
+}
+
+// A SecretKeySelector selects one key of a Secret.
+type SecretKeySelector struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+
+	// Namespace of the Secret. A namespaced ProviderConfig may leave it out
+	// (it is the config's own, the only one allowed); a
+	// ClusterProviderConfig must name it.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// Key in the Secret's data.
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
+}
+
+// Selector is s as crossplane's selector, with namespace when s names none;
+// nil for a nil s.
+func (s *SecretKeySelector) Selector(namespace string) *xpv2.SecretKeySelector {
+	if s == nil {
+		return nil
+	}
+	ns := s.Namespace
+	if ns == "" {
+		ns = namespace
+	}
+	return &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: s.Name, Namespace: ns}, Key: s.Key}
 }
 
 // A ProviderConfigStatus reflects the observed state of a provider config.

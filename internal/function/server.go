@@ -360,10 +360,10 @@ func clusterProviderConfig(n ServerNames, s *platform.XTerdutServerSpec) *v1alph
 				Endpoint: Endpoint(n, s),
 				Credentials: v1alpha1.ProviderCredentials{
 					Source: xpv2.CredentialsSourceSecret,
-					CommonCredentialSelectors: xpv2.CommonCredentialSelectors{SecretRef: &xpv2.SecretKeySelector{
-						SecretReference: xpv2.SecretReference{Namespace: n.ProviderNamespace, Name: n.CredentialsSecret()},
-						Key:             v1alpha1.ServiceAccountSecretKeyToken,
-					}},
+					SecretRef: &v1alpha1.SecretKeySelector{
+						Namespace: n.ProviderNamespace, Name: n.CredentialsSecret(),
+						Key: v1alpha1.ServiceAccountSecretKeyToken,
+					},
 				},
 			},
 			HomeNamespace:     n.Namespace,

@@ -183,7 +183,7 @@ func TestServerDeployment(t *testing.T) {
 }
 
 func TestServer(t *testing.T) {
-	creds := &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "crossplane-system", Name: "platform-oncall.terdut-instance-credentials"}, Key: "token"}
+	creds := &v1alpha1.SecretKeySelector{Namespace: "crossplane-system", Name: "platform-oncall.terdut-instance-credentials", Key: "token"}
 	sel := v1alpha1.AllowedNamespaces{From: "Selector", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"terdut.ryuvia.com/oncall-tenant": "true"}}}
 	cases := map[string]struct {
 		reason       string
@@ -244,7 +244,7 @@ func TestServer(t *testing.T) {
 				Spec: v1alpha1.ClusterProviderConfigSpec{
 					ProviderConfigSpec: v1alpha1.ProviderConfigSpec{
 						Endpoint:    tc.wantEndpoint,
-						Credentials: v1alpha1.ProviderCredentials{Source: "Secret", CommonCredentialSelectors: xpv2.CommonCredentialSelectors{SecretRef: creds}},
+						Credentials: v1alpha1.ProviderCredentials{Source: "Secret", SecretRef: creds},
 					},
 					HomeNamespace:     "platform-oncall",
 					AllowedNamespaces: tc.wantAllowed,

@@ -151,6 +151,13 @@ spec:
   requestTimeout: 1y
   credentials: {source: Secret, secretRef: {namespace: e2e-validation, name: k, key: token}}
 `, "requestTimeout must be a duration greater than zero"},
+		"a ClusterProviderConfig whose secretRef names no namespace": {`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ClusterProviderConfig
+metadata: {name: e2e-validation-bad}
+spec:
+  endpoint: http://127.0.0.1:1
+  credentials: {source: Secret, secretRef: {name: k, key: token}}
+`, "a ClusterProviderConfig's credentials.secretRef needs a namespace"},
 		"a ServiceAccount named like a team key's account (review item 1)": {`apiVersion: terdut.ryuvia.com/v1alpha1
 kind: ServiceAccount
 metadata: {name: bad, namespace: e2e-validation}
@@ -165,6 +172,16 @@ spec:
 		if out, err := kubectlOut(nil, "apply", "--dry-run=server", "-f", filepath.Join(env.root, "examples", dir)); err != nil {
 			t.Errorf("examples/%s: %v\n%s", dir, err, out)
 		}
+	}
+	scenariof(t, "a namespaced ProviderConfig may leave its secretRef's namespace out (it is its own)")
+	if out, err := kubectlOut([]byte(`apiVersion: terdut.ryuvia.com/v1alpha1
+kind: ProviderConfig
+metadata: {name: local-ref, namespace: e2e-validation}
+spec:
+  endpoint: http://127.0.0.1:1
+  credentials: {source: Secret, secretRef: {name: k, key: token}}
+`), "apply", "--dry-run=server", "-f", "-"); err != nil {
+		t.Errorf("a namespaced ProviderConfig without secretRef.namespace: %v\n%s", err, out)
 	}
 	for name, tc := range cases {
 		scenariof(t, "the API server rejects %s", name)

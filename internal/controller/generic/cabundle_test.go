@@ -25,7 +25,7 @@ func TestConnectOptionalCredentialsKeepCABundle(t *testing.T) {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw})
 	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}, Spec: cspec("crossplane-system", "not-written-yet")}
 	cpc.Spec.Endpoint = hs.URL
-	cpc.Spec.CABundleSecretRef = &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "crossplane-system", Name: "ca"}, Key: "ca.crt"}
+	cpc.Spec.CABundleSecretRef = &v1alpha1.SecretKeySelector{Namespace: "crossplane-system", Name: "ca", Key: "ca.crt"}
 	kube := fakeBuilder(t).WithObjects(cpc,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "ca"}, Data: map[string][]byte{"ca.crt": ca}},
 	).Build()

@@ -38,9 +38,7 @@ func spec(ns, name string) v1alpha1.ProviderConfigSpec {
 	return v1alpha1.ProviderConfigSpec{
 		Endpoint:       "http://127.0.0.1:1",
 		RequestTimeout: &metav1.Duration{Duration: 5 * time.Second},
-		Credentials: v1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceSecret, CommonCredentialSelectors: xpv2.CommonCredentialSelectors{
-			SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: ns, Name: name}, Key: "token"},
-		}},
+		Credentials:    v1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceSecret, SecretRef: &v1alpha1.SecretKeySelector{Namespace: ns, Name: name, Key: "token"}},
 	}
 }
 
@@ -283,4 +281,17 @@ func FuzzSameDuration(f *testing.F) {
 			t.Fatalf("%q and %q are one duration", a, d.String())
 		}
 	})
+}
+
+// A namespaced ProviderConfig may leave its secretRef's namespace out: it is
+// the config's own, the only one it may read from.
+func TestANamespacedConfigsSecretIsItsOwnByDefault(t *testing.T) {
+	kube := fakeBuilder(t).WithObjects(keySecret("team-a", "creds", "tdk_team_a"), keySecret("crossplane-system", "creds", "tdk_instance")).Build()
+	sp := spec("", "creds")
+	sp.Endpoint = "http://127.0.0.1:1"
+	cfg := Config{Kind: v1alpha1.ProviderConfigKind, Name: "own", Namespace: "team-a", Spec: sp}
+	o, err := ClientOptions(t.Context(), kube, cfg)
+	if err != nil || o.Token != "tdk_team_a" {
+		t.Errorf("ClientOptions of a namespaced config without secretRef.namespace = token %t, %v; want team-a's key", o.Token == "tdk_team_a", err)
+	}
 }

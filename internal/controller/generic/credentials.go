@@ -383,11 +383,11 @@ func ClientOptions(ctx context.Context, kube client.Reader, cfg Config) (terdut.
 		// (its Kubernetes token) to a tenant's endpoint.
 		return terdut.Options{}, errors.Errorf(errSourceNotSecret, cfg.Kind, cfg.Name, creds.Source)
 	}
-	sel := creds.CommonCredentialSelectors.DeepCopy()
+	sel := creds.Selectors("")
 	if err := secretNamespace(cfg, sel.SecretRef); err != nil {
 		return terdut.Options{}, err
 	}
-	raw, err := extract(ctx, creds.Source, kube, *sel)
+	raw, err := extract(ctx, creds.Source, kube, sel)
 	if kerrors.IsNotFound(err) {
 		return o, credentialsMissingError{errors.Wrapf(err, errGetCreds, cfg.Kind, cfg.Name)}
 	}
@@ -409,7 +409,7 @@ func serverOptions(ctx context.Context, kube client.Reader, cfg Config) (terdut.
 	if cfg.Spec.RequestTimeout != nil {
 		o.Timeout = cfg.Spec.RequestTimeout.Duration
 	}
-	ca := cfg.Spec.CABundleSecretRef.DeepCopy()
+	ca := cfg.Spec.CABundleSecretRef.Selector("")
 	if ca == nil {
 		return o, nil
 	}

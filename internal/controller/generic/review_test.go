@@ -32,8 +32,8 @@ func TestNamespacedConfigReadsOnlySecrets(t *testing.T) {
 	t.Setenv("PROVIDER_OWN_SECRET", "provider-own-env-secret")
 	kube := fakeBuilder(t).Build()
 	for name, creds := range map[string]v1alpha1.ProviderCredentials{
-		"Filesystem":  {Source: xpv2.CredentialsSourceFilesystem, CommonCredentialSelectors: xpv2.CommonCredentialSelectors{Fs: &xpv2.FsSelector{Path: file}}},
-		"Environment": {Source: xpv2.CredentialsSourceEnvironment, CommonCredentialSelectors: xpv2.CommonCredentialSelectors{Env: &xpv2.EnvSelector{Name: "PROVIDER_OWN_SECRET"}}},
+		"Filesystem":  {Source: xpv2.CredentialsSourceFilesystem, Fs: &xpv2.FsSelector{Path: file}},
+		"Environment": {Source: xpv2.CredentialsSourceEnvironment, Env: &xpv2.EnvSelector{Name: "PROVIDER_OWN_SECRET"}},
 	} {
 		cfg := Config{Kind: v1alpha1.ProviderConfigKind, Name: "evil", Namespace: "tenant-b", Spec: v1alpha1.ProviderConfigSpec{Endpoint: "http://127.0.0.1:1", Credentials: creds}}
 		o, err := ClientOptions(t.Context(), kube, cfg)

@@ -39,10 +39,8 @@ func TestBootstrapStateLostReachesTheUser(t *testing.T) {
 	_ = corev1.AddToScheme(s)
 	_ = v1alpha1.AddToScheme(s)
 	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}, Spec: v1alpha1.ClusterProviderConfigSpec{ProviderConfigSpec: v1alpha1.ProviderConfigSpec{
-		Endpoint: hs.URL,
-		Credentials: v1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceSecret, CommonCredentialSelectors: xpv2.CommonCredentialSelectors{
-			SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: ns, Name: "instance-credentials"}, Key: SecretKeyToken},
-		}},
+		Endpoint:    hs.URL,
+		Credentials: v1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceSecret, SecretRef: &v1alpha1.SecretKeySelector{Namespace: ns, Name: "instance-credentials", Key: SecretKeyToken}},
 	}}}
 	cr := sa()
 	cr.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "fresh"})
