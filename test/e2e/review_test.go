@@ -162,6 +162,33 @@ spec:
 		t.Errorf("a lying list made %d new objects (%d on the team, same IDs %t, %d orphans)", newObjects, objects, sameIDs, orphans)
 	}
 
+	scenariof(t, "three 200 [] answers to the list of teams while the Team's display name changes -> the same team renamed, no second team, the children unmoved")
+	before = counters(t)
+	fault(t, terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams", Status: http.StatusOK, Body: "[]", Times: 3})
+	apply(t, teamYAML(ns, "web", "Lying List Renamed"))
+	eventually(t, 60*time.Second, "the three lying answers given and the team renamed on the server", func() string {
+		lies := counters(t)["GET /api/teams"] - before["GET /api/teams"]
+		tm, err := env.admin.ReadTeam(t.Context(), teamID)
+		if err != nil {
+			return err.Error()
+		}
+		if lies < 3 || tm.Name != "Lying List Renamed" {
+			return fmt.Sprintf("%d lists of teams since the fault; team %d is named %q", lies, teamID, tm.Name)
+		}
+		return ""
+	})
+	clearFaults(t)
+	time.Sleep(5 * time.Second) // a reconcile after the last lie
+	after = counters(t)
+	teamsMade := after["POST /api/teams"] - before["POST /api/teams"]
+	sameTeam := externalID(t, get(t, &v1alpha1.Team{ObjectMeta: om(ns, "web")})) == teamID
+	sameIDs = externalID(t, get(t, sw)) == swID && externalID(t, get(t, in)) == inID
+	fmt.Printf("    lying list of teams during a rename: teams made %d, same team %t, children's IDs unchanged %t, key in the Secret accepted %t\n",
+		teamsMade, sameTeam, sameIDs, webhookKeyAccepted(t, in))
+	if teamsMade != 0 || !sameTeam || !sameIDs || !webhookKeyAccepted(t, in) {
+		t.Errorf("a lying list of teams during a rename: %d teams made, same team %t, children unmoved %t", teamsMade, sameTeam, sameIDs)
+	}
+
 	scenariof(t, "lists that lag 30 s behind every create -> one switch and one integration made, Ready, no second")
 	must(t, admin(http.MethodPut, "/admin/not-found-after-create", map[string]string{"duration": "30s"}, nil), "lag the lists")
 	defer func() {
