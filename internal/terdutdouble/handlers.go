@@ -188,17 +188,26 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request, _ *princi
 }
 
 func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request, _ *principal) {
-	id, ok := pathID(w, r, "id")
+	a, ok := s.pathAccount(w, r)
 	if !ok {
-		return
-	}
-	a, found := s.accounts[id]
-	if !found {
-		writeError(w, http.StatusNotFound, "service account not found")
 		return
 	}
 	s.deleteAccountLocked(a)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// pathAccount is the account the request's {id} names; it answers 400 or
+// 404 itself when there is none.
+func (s *Server) pathAccount(w http.ResponseWriter, r *http.Request) (*account, bool) {
+	id, ok := pathID(w, r, "id")
+	if !ok {
+		return nil, false
+	}
+	a, found := s.accounts[id]
+	if !found {
+		writeError(w, http.StatusNotFound, "service account not found")
+	}
+	return a, found
 }
 
 func (s *Server) deleteAccountLocked(a *account) {
@@ -209,13 +218,8 @@ func (s *Server) deleteAccountLocked(a *account) {
 }
 
 func (s *Server) mintKey(w http.ResponseWriter, r *http.Request, _ *principal) {
-	id, ok := pathID(w, r, "id")
+	a, ok := s.pathAccount(w, r)
 	if !ok {
-		return
-	}
-	a, found := s.accounts[id]
-	if !found {
-		writeError(w, http.StatusNotFound, "service account not found")
 		return
 	}
 	raw := s.secret("tdk_")
@@ -232,13 +236,8 @@ func (s *Server) mintKey(w http.ResponseWriter, r *http.Request, _ *principal) {
 
 // listKeys lists an account's valid keys, without their raw values.
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, _ *principal) {
-	id, ok := pathID(w, r, "id")
+	a, ok := s.pathAccount(w, r)
 	if !ok {
-		return
-	}
-	a, found := s.accounts[id]
-	if !found {
-		writeError(w, http.StatusNotFound, "service account not found")
 		return
 	}
 	out := []terdut.APIKey{}
@@ -249,17 +248,12 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, _ *principal) 
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, _ *principal) {
-	id, ok := pathID(w, r, "id")
-	if !ok {
-		return
-	}
 	kid, ok := pathID(w, r, "kid")
 	if !ok {
 		return
 	}
-	a, found := s.accounts[id]
-	if !found {
-		writeError(w, http.StatusNotFound, "service account not found")
+	a, ok := s.pathAccount(w, r)
+	if !ok {
 		return
 	}
 	raw, found := a.keys[kid]

@@ -413,14 +413,8 @@ func TestTeamKeysReadPastTheCacheOnce(t *testing.T) {
 // answered 401 meanwhile must not mint the key again (a live key nobody
 // would revoke): once mayMint refuses, a 401 stays a 401.
 func TestNoTeamKeyIsMintedOnceItsTeamGoes(t *testing.T) {
-	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
-	hs := httptest.NewServer(double.Handler())
-	defer hs.Close()
-	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
-	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	double, instance, team, cfg := oneTeam(t)
 	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
-	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
-	cfg.Spec.Endpoint = hs.URL
 	teamLives := true
 	may := func(context.Context) error {
 		if teamLives {
@@ -428,7 +422,7 @@ func TestNoTeamKeyIsMintedOnceItsTeamGoes(t *testing.T) {
 		}
 		return waitingForTeamError{kerrors.NewBadRequest("the Team is being deleted")}
 	}
-	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, may)
+	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: cfg.Spec.Endpoint}, instance, team.ID, may)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +436,7 @@ func TestNoTeamKeyIsMintedOnceItsTeamGoes(t *testing.T) {
 	if _, err := tc.ListDeadmanSwitches(t.Context(), team.ID); err == nil {
 		t.Error("a child's request with the revoked key succeeded")
 	}
-	if _, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, may); err == nil {
+	if _, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: cfg.Spec.Endpoint}, instance, team.ID, may); err == nil {
 		t.Error("Options minted a new key for a team whose Team is being deleted")
 	}
 	if n := double.Count("POST /api/service-accounts/{id}/keys") - mints; n != 0 {
@@ -547,13 +541,7 @@ func teamKeySecret(name, configID, endpoint, key string) *corev1.Secret {
 // so does the revoke, as a kill would leave it). The next mint finds the
 // mark the first left, and no key stays valid that no Secret holds.
 func TestAKeyMintedBeforeACrashIsRevoked(t *testing.T) {
-	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
-	hs := httptest.NewServer(double.Handler())
-	defer hs.Close()
-	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance", MaxRetries: -1})
-	team, _ := instance.CreateTeam(t.Context(), "Platform")
-	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
-	cfg.Spec.Endpoint = hs.URL
+	double, instance, team, cfg := oneTeam(t)
 	store := fakeBuilder(t).Build()
 	writes := 0
 	dying := interceptor.NewClient(store, interceptor.Funcs{
@@ -563,13 +551,13 @@ func TestAKeyMintedBeforeACrashIsRevoked(t *testing.T) {
 		},
 	})
 	double.AddFault(terdutdouble.Fault{Method: "DELETE", Route: "/api/service-accounts/{id}/keys/{kid}", Status: 503, Times: 1})
-	if _, err := (&TeamKeys{Kube: dying, Namespace: "crossplane-system"}).Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint); err == nil || writes != 1 {
+	if _, err := (&TeamKeys{Kube: dying, Namespace: "crossplane-system"}).Options(t.Context(), cfg, terdut.Options{Endpoint: cfg.Spec.Endpoint}, instance, team.ID, mayMint); err == nil || writes != 1 {
 		t.Fatalf("the dying mint: %v after %d updates; want it to fail writing its key", err, writes)
 	}
 	if n := validKeys(double); n != 1 {
 		t.Fatalf("%d valid keys after the dying mint; the test wants the one it left", n)
 	}
-	o, err := (&TeamKeys{Kube: store, Namespace: "crossplane-system"}).Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint)
+	o, err := (&TeamKeys{Kube: store, Namespace: "crossplane-system"}).Options(t.Context(), cfg, terdut.Options{Endpoint: cfg.Spec.Endpoint}, instance, team.ID, mayMint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,16 +585,10 @@ func validKeys(d *terdutdouble.Server) int {
 // child's client still holding the old key is refused once and takes the
 // new one from the Secret, minting nothing.
 func TestATeamKeyIsRotatedInPlace(t *testing.T) {
-	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
-	hs := httptest.NewServer(double.Handler())
-	defer hs.Close()
-	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance", MaxRetries: -1})
-	team, _ := instance.CreateTeam(t.Context(), "Platform")
-	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
-	cfg.Spec.Endpoint = hs.URL
+	double, instance, team, cfg := oneTeam(t)
 	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
 	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system", now: func() time.Time { return now }}
-	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL, MaxRetries: -1}, instance, team.ID, mayMint)
+	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: cfg.Spec.Endpoint, MaxRetries: -1}, instance, team.ID, mayMint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,4 +619,18 @@ func TestATeamKeyIsRotatedInPlace(t *testing.T) {
 	if n := validKeys(double); n != 1 {
 		t.Errorf("%d valid keys of the team, want 1", n)
 	}
+}
+
+// oneTeam is a double with one team ("Platform"), a client of it with its
+// instance key that does not retry, and a ClusterProviderConfig of it.
+func oneTeam(t *testing.T) (*terdutdouble.Server, *terdut.Client, *terdut.Team, Config) {
+	t.Helper()
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	t.Cleanup(hs.Close)
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance", MaxRetries: -1})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg.Spec.Endpoint = hs.URL
+	return double, instance, team, cfg
 }
