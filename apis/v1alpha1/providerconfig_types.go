@@ -117,7 +117,7 @@ type ProviderCredentials struct {
 // Selectors are the credentials as crossplane-runtime's credential
 // extractor takes them, with namespace as a secretRef's namespace when it
 // names none.
-func (c ProviderCredentials) Selectors(namespace string) xpv2.CommonCredentialSelectors {
+func (c *ProviderCredentials) Selectors(namespace string) xpv2.CommonCredentialSelectors {
 	return xpv2.CommonCredentialSelectors{Env: c.Env, Fs: c.Fs, SecretRef: c.SecretRef.Selector(namespace)}
 }
 

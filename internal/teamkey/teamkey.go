@@ -22,17 +22,15 @@ func ConfigID(kind, namespace, name string) string {
 	return kind + "/" + namespace + "/" + name
 }
 
-// hashes is lower-case base32 without padding: valid in Secret names and
-// label values.
-var hashes = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
 // ConfigHash names a provider config and its server in Secret names and
 // labels: all 256 bits of a SHA-256 of both, 52 characters. A tenant chooses
 // its ProviderConfig's name and endpoint freely, so a shorter hash could be
 // searched for a pair that names another config's team key Secret.
 func ConfigHash(configID, endpoint string) string {
 	h := sha256.Sum256([]byte(configID + "\x00" + endpoint))
-	return hashes.EncodeToString(h[:])
+	// NOTE: lower-case base32 without padding: valid in Secret names and
+	// label values.
+	return base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(h[:])
 }
 
 // SecretName is the name of the Secret, in the provider's namespace, that

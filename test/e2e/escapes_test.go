@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -550,7 +551,7 @@ spec:
 			return why, "alpha's team key was sent to the tenant's endpoint"
 		}
 		got := &corev1.Secret{}
-		if err := env.kube.Get(t.Context(), client.ObjectKeyFromObject(planted), got); err != nil || string(got.Data["token"]) != string(victim.Data["token"]) {
+		if err := env.kube.Get(t.Context(), client.ObjectKeyFromObject(planted), got); err != nil || !bytes.Equal(got.Data["token"], victim.Data["token"]) {
 			return why, fmt.Sprintf("the colliding Secret was overwritten or deleted (%v)", err)
 		}
 		return why, ""

@@ -78,8 +78,8 @@ func (c *Client) MintKey(ctx context.Context, accountID int64) (*APIKey, error) 
 	return out, c.do(ctx, http.MethodPost, pathServiceAccounts+"/"+id(accountID)+"/"+pathKeys, nil, struct{}{}, out)
 }
 
-// ListKeys lists an account's valid keys (IDs and when they were made, never
-// the keys themselves). [assumed]
+// ListKeys lists an account's valid keys: their IDs and when they were made,
+// never the keys themselves. The endpoint is assumed, not documented.
 func (c *Client) ListKeys(ctx context.Context, accountID int64) ([]APIKey, error) {
 	var out []APIKey
 	return out, c.do(ctx, http.MethodGet, pathServiceAccounts+"/"+id(accountID)+"/"+pathKeys, nil, nil, &out)

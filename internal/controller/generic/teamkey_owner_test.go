@@ -114,8 +114,8 @@ func TestARevokeWaitsForAMintUnderWay(t *testing.T) {
 	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
 	revoked := make(chan error, 1)
-	may := func(context.Context) error {
-		go func() { revoked <- k.Revoke(context.Background(), cfg, instance, team.ID) }()
+	may := func(ctx context.Context) error {
+		go func() { revoked <- k.Revoke(ctx, cfg, instance, team.ID) }()
 		select {
 		case err := <-revoked:
 			revoked <- err

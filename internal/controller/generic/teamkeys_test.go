@@ -545,7 +545,7 @@ func TestAKeyMintedBeforeACrashIsRevoked(t *testing.T) {
 	store := fakeBuilder(t).Build()
 	writes := 0
 	dying := interceptor.NewClient(store, interceptor.Funcs{
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		Update: func(_ context.Context, _ client.WithWatch, _ client.Object, _ ...client.UpdateOption) error {
 			writes++
 			return kerrors.NewServiceUnavailable("killed")
 		},

@@ -194,7 +194,7 @@ const (
 // old.minting) may have made: those made since, but the one the Secret
 // holds. A server that cannot list keys gets a Warning instead.
 func (e *external) revokeStray(ctx context.Context, c api, cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount, old keyState) error {
-	keys, err := c.ListKeys(ctx, sa.ID)
+	listed, err := c.ListKeys(ctx, sa.ID)
 	if terdut.IsNotFound(err) || statusIs(err, http.StatusMethodNotAllowed) {
 		e.record.Event(cr, event.Warning(reasonStrayKey, errors.Errorf(msgNoList, sa.ID, old.minting.Format(time.RFC3339), err)))
 		return nil
@@ -203,7 +203,7 @@ func (e *external) revokeStray(ctx context.Context, c api, cr *v1alpha1.ServiceA
 		return errors.Wrapf(err, errListKeys, sa.ID)
 	}
 	since := old.minting.Add(-generic.ClockAllowance)
-	for _, k := range keys {
+	for _, k := range listed {
 		if k.ID == old.keyID || k.CreatedAt.IsZero() || k.CreatedAt.Before(since) {
 			continue
 		}

@@ -65,7 +65,8 @@ const (
 	reasonBootstrapped = "Bootstrapped"
 )
 
-// api is the part of terdut-server's API a ServiceAccount needs.
+// api is the part of terdut-server's API a ServiceAccount needs: its
+// account, and its keys.
 type api interface {
 	Healthz(ctx context.Context) error
 	Bootstrap(ctx context.Context, r terdut.BootstrapRequest) (*terdut.BootstrapResponse, error)
@@ -73,10 +74,15 @@ type api interface {
 	CheckKey(ctx context.Context) error
 	GetServiceAccountByName(ctx context.Context, name string) (*terdut.ServiceAccount, error)
 	CreateServiceAccount(ctx context.Context, sa terdut.ServiceAccount) (*terdut.ServiceAccount, error)
+	DeleteServiceAccount(ctx context.Context, accountID int64) error
+	keys
+}
+
+// keys are the calls on an account's keys, and the bootstrap admin's.
+type keys interface {
 	MintKey(ctx context.Context, accountID int64) (*terdut.APIKey, error)
 	ListKeys(ctx context.Context, accountID int64) ([]terdut.APIKey, error)
 	RevokeKey(ctx context.Context, accountID, keyID int64) error
-	DeleteServiceAccount(ctx context.Context, accountID int64) error
 	RevokeUserKey(ctx context.Context, userID, keyID int64) error
 }
 
