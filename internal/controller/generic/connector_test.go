@@ -280,6 +280,12 @@ func FuzzSameDuration(f *testing.F) {
 		if d, err := time.ParseDuration(a); err == nil && !SameDuration(a, d.String()) {
 			t.Fatalf("%q and %q are one duration", a, d.String())
 		}
+		// Two durations that parse differently are never the same.
+		da, errA := time.ParseDuration(a)
+		db, errB := time.ParseDuration(b)
+		if errA == nil && errB == nil && da != db && SameDuration(a, b) {
+			t.Fatalf("SameDuration(%q, %q) = true for %s and %s", a, b, da, db)
+		}
 	})
 }
 

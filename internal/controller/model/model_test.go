@@ -646,13 +646,15 @@ type state struct {
 
 type object struct {
 	kind, name, integrationKind string
+	// timeout is a switch's, as the server has it.
+	timeout string
 }
 
 func (w *world) snapshot(ctx context.Context) state {
 	st := w.double.Snapshot()
 	s := state{objects: map[int64]object{}, held: map[int64]*mr{}, keys: map[*mr]string{}}
 	for _, sw := range st.Switches {
-		s.objects[sw.ID] = object{kind: "switch", name: sw.Name}
+		s.objects[sw.ID] = object{kind: "switch", name: sw.Name, timeout: sw.Timeout}
 	}
 	for _, in := range st.Integrations {
 		s.objects[in.ID] = object{kind: "integration", name: in.Name, integrationKind: in.Kind}
@@ -774,6 +776,8 @@ func (w *world) converge(ctx context.Context) error {
 			return fmt.Errorf("%s %s has no object (external name %q)", m.kind(), m.obj().GetName(), meta.GetExternalName(m.obj()))
 		case m.sw != nil && o.name != m.sw.Spec.ForProvider.Name:
 			return fmt.Errorf("switch %s is named %q on the server, want %q", m.sw.GetName(), o.name, m.sw.Spec.ForProvider.Name)
+		case m.sw != nil && !oneDuration(o.timeout, m.sw.Spec.ForProvider.Timeout):
+			return fmt.Errorf("switch %s times out after %q on the server, want %q", m.sw.GetName(), o.timeout, m.sw.Spec.ForProvider.Timeout)
 		case m.in != nil && (o.name != m.in.Spec.ForProvider.Name || o.integrationKind != m.in.Spec.ForProvider.Kind):
 			return fmt.Errorf("integration %s is %q %s on the server, want %q %s", m.in.GetName(), o.name, o.integrationKind, m.in.Spec.ForProvider.Name, m.in.Spec.ForProvider.Kind)
 		case m.in != nil && w.double.Verify(w.secretKey(ctx, m)).ID != id:
@@ -781,4 +785,12 @@ func (w *world) converge(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// oneDuration reports whether two Go duration strings are one duration,
+// parsed here rather than by the code under test.
+func oneDuration(a, b string) bool {
+	da, errA := time.ParseDuration(a)
+	db, errB := time.ParseDuration(b)
+	return errA == nil && errB == nil && da == db
 }
