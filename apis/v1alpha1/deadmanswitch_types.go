@@ -77,6 +77,7 @@ type DeadmanSwitchObservation struct {
 }
 
 // A DeadmanSwitchSpec defines the desired state of a DeadmanSwitch.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.providerConfigRef) || (has(self.providerConfigRef) && self.providerConfigRef == oldSelf.providerConfigRef)",message="spec.providerConfigRef cannot change: a managed resource stays with the server and config it was made with (delete it, leaving its object with managementPolicies without Delete, and import the object through the other config)"
 type DeadmanSwitchSpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
 

@@ -117,6 +117,7 @@ type EscalationPolicyObservation struct {
 }
 
 // An EscalationPolicySpec defines the desired state of an EscalationPolicy.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.providerConfigRef) || (has(self.providerConfigRef) && self.providerConfigRef == oldSelf.providerConfigRef)",message="spec.providerConfigRef cannot change: a managed resource stays with the server and config it was made with (delete it, leaving its object with managementPolicies without Delete, and import the object through the other config)"
 type EscalationPolicySpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
 

@@ -64,6 +64,7 @@ type IntegrationObservation struct {
 // An IntegrationSpec defines the desired state of an Integration.
 // +kubebuilder:validation:XValidation:rule="has(self.writeConnectionSecretToRef)",message="an Integration needs spec.writeConnectionSecretToRef: its webhook url and key are shown once, and written only to that Secret"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.writeConnectionSecretToRef) || (has(self.writeConnectionSecretToRef) && self.writeConnectionSecretToRef.name == oldSelf.writeConnectionSecretToRef.name)",message="writeConnectionSecretToRef is immutable: the key cannot be read again to write it elsewhere"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.providerConfigRef) || (has(self.providerConfigRef) && self.providerConfigRef == oldSelf.providerConfigRef)",message="spec.providerConfigRef cannot change: a managed resource stays with the server and config it was made with (delete it, leaving its object with managementPolicies without Delete, and import the object through the other config)"
 type IntegrationSpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
 

@@ -71,7 +71,8 @@ type Bootstrap struct {
 
 // KeyRotation says when the key is rotated.
 type KeyRotation struct {
-	// Interval between rotations, e.g. 720h. Unset: only on request.
+	// Interval between rotations, e.g. 720h. Unset: a ServiceAccount's key
+	// rotates only on request, a Team's key every 720h.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
@@ -105,6 +106,7 @@ type ServiceAccountObservation struct {
 
 // A ServiceAccountSpec defines the desired state of a ServiceAccount.
 // +kubebuilder:validation:XValidation:rule="has(self.writeConnectionSecretToRef)",message="a ServiceAccount needs spec.writeConnectionSecretToRef: its key (token) and endpoint are written only there"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.providerConfigRef) || (has(self.providerConfigRef) && self.providerConfigRef == oldSelf.providerConfigRef)",message="spec.providerConfigRef cannot change: a managed resource stays with the server and config it was made with (delete it, leaving its object with managementPolicies without Delete, and import the object through the other config)"
 type ServiceAccountSpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
 

@@ -88,6 +88,7 @@ type TeamKeyObservation struct {
 }
 
 // A TeamSpec defines the desired state of a Team.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.providerConfigRef) || (has(self.providerConfigRef) && self.providerConfigRef == oldSelf.providerConfigRef)",message="spec.providerConfigRef cannot change: a managed resource stays with the server and config it was made with (delete it, leaving its object with managementPolicies without Delete, and import the object through the other config)"
 type TeamSpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
 

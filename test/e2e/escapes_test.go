@@ -465,11 +465,15 @@ spec:
 		paging := terdut.EscalationPolicy{RepeatCount: 1, Levels: []terdut.EscalationLevel{{Timeout: "5m", Targets: []terdut.EscalationTarget{{Kind: "oncall"}}}}}
 		must(t, env.admin.PutEscalationPolicy(t.Context(), alphaID, paging), "alpha's policy")
 		t.Cleanup(func() { _ = env.admin.PutEscalationPolicy(context.Background(), alphaID, terdut.EscalationPolicy{}) })
+		// NOTE: a fresh Team of the tenant's own, whose children never
+		// made a key of it yet.
+		apply(t, teamYAML("esc-b", "fresh", "Escape Fresh"))
+		ready(t, &v1alpha1.Team{ObjectMeta: om("esc-b", "fresh")})
 		apply(t, fmt.Sprintf(`apiVersion: terdut.ryuvia.com/v1alpha1
 kind: EscalationPolicy
 metadata: {name: silence, namespace: esc-b, finalizers: ["esc.example/hold"], annotations: {crossplane.io/external-name: "%d"}}
 spec:
-  forProvider: {teamIdRef: {name: beta}, levels: [{timeout: 1m, targets: [{kind: oncall}]}]}
+  forProvider: {teamIdRef: {name: fresh}, levels: [{timeout: 1m, targets: [{kind: oncall}]}]}
 `, alphaID))
 		cr := &v1alpha1.EscalationPolicy{ObjectMeta: om("esc-b", "silence")}
 		condition(t, cr, xpv2.TypeSynced, corev1.ConditionFalse, "")
@@ -542,13 +546,13 @@ spec:
 			}
 			return strings.Contains(why, "written for another provider config")
 		})
-		if !strings.Contains(why, "written for another provider config") {
-			return why, "not refused for the Secret recorded for another config"
-		}
 		mu.Lock()
 		defer mu.Unlock()
 		if seen[string(victim.Data["token"])] {
 			return why, "alpha's team key was sent to the tenant's endpoint"
+		}
+		if !strings.Contains(why, "written for another provider config") {
+			return why, "not refused for the Secret recorded for another config"
 		}
 		got := &corev1.Secret{}
 		if err := env.kube.Get(t.Context(), client.ObjectKeyFromObject(planted), got); err != nil || !bytes.Equal(got.Data["token"], victim.Data["token"]) {

@@ -183,6 +183,21 @@ spec:
 `), "apply", "--dry-run=server", "-f", "-"); err != nil {
 		t.Errorf("a namespaced ProviderConfig without secretRef.namespace: %v\n%s", err, out)
 	}
+	scenariof(t, "the API server rejects a change of an MR's providerConfigRef (a tenant must not move an object it observed through its own config onto the platform's)")
+	apply(t, `apiVersion: terdut.ryuvia.com/v1alpha1
+kind: Team
+metadata: {name: pinned, namespace: e2e-validation}
+spec:
+  managementPolicies: [Observe]
+  forProvider: {displayName: "Pinned"}
+`)
+	out, err := kubectlOut(nil, "-n", ns, "patch", "team.terdut.ryuvia.com", "pinned", "--type=merge", "-p", `{"spec":{"providerConfigRef":{"kind":"ProviderConfig","name":"other"}}}`)
+	if err == nil || !strings.Contains(out, "spec.providerConfigRef cannot change") {
+		t.Errorf("changing a Team's providerConfigRef: %v, %q; want a rejection", err, out)
+	}
+	if out, err := kubectlOut(nil, "-n", ns, "delete", "team.terdut.ryuvia.com", "pinned", "--wait=false"); err != nil {
+		t.Errorf("%v: %s", err, out)
+	}
 	for name, tc := range cases {
 		scenariof(t, "the API server rejects %s", name)
 		out, err := kubectlOut([]byte(tc.yaml), "apply", "-f", "-")

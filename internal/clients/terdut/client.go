@@ -279,6 +279,11 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, in
 			}
 			waited = true
 			continue
+		case rsp.code == http.StatusUnauthorized && rsp.token != c.key():
+			// NOTE: another request of this client got a new key while
+			// this one was under way (it was refused the same old key):
+			// try the new one before asking for yet another.
+			continue
 		case rsp.code == http.StatusUnauthorized && c.refresh != nil && !refreshed:
 			refreshed = true
 			if err := c.refreshKey(ctx); err != nil {
@@ -294,11 +299,12 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, in
 	}
 }
 
-// answer is what the server said to one request.
+// answer is what the server said to one request, sent with key token.
 type answer struct {
 	code   int
 	header http.Header
 	data   []byte
+	token  Secret
 }
 
 // send makes one request with the client's current key and reads the answer.
@@ -311,7 +317,8 @@ func (c *Client) send(ctx context.Context, method, path, u string, body []byte) 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if tok := c.key(); tok != "" {
+	tok := c.key()
+	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok.Reveal())
 	}
 	rsp, err := c.http.Do(req)
@@ -324,7 +331,7 @@ func (c *Client) send(ctx context.Context, method, path, u string, body []byte) 
 	if err != nil {
 		return answer{}, fmt.Errorf("terdut-server: %s %s: cannot read answer: %w", method, path, err)
 	}
-	return answer{code: rsp.StatusCode, header: rsp.Header, data: data}, nil
+	return answer{code: rsp.StatusCode, header: rsp.Header, data: data, token: tok}, nil
 }
 
 // refreshKey asks for a new key and uses it from now on.

@@ -76,7 +76,7 @@ func OwnershipGate[M resource.ModernManaged](o Owners, teamOf func(M) (int64, bo
 		if !ok {
 			return nil
 		}
-		if observedTeam != nil && meta.WasDeleted(mg) {
+		if observedTeam != nil && meta.WasDeleted(mg) && o.holds(mg) {
 			if seen := observedTeam(mg); seen != 0 && seen != id {
 				return o.refuse(mg, ReasonTeamNotInNamespace, fmt.Sprintf(errTeamMoved, seen, id))
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
@@ -298,13 +299,16 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	if o.QuietStatus != nil {
 		rec = FollowUp{Inner: r, Cache: mgr.GetClient(), New: func() client.Object { return newMR() }}
 	}
+	if k.Orphaned != nil {
+		// NOTE: inside the reconcile budget: its reads count as the
+		// reconcile's.
+		rec = Orphaning[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Before: orphaned(mgr.GetClient(), o.Servers, owners, record, k)}
+	}
 	rec = o.Limit(name, rec, atRest)
 	if k.TeamRefs != nil {
 		rec = TeamWait[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Refs: k.TeamRefs, Now: time.Now}
 	}
-	if k.Orphaned != nil {
-		rec = Orphaning[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Before: orphaned(mgr.GetClient(), o.Servers, owners, k)}
-	}
+
 	copts, rec := o.Workers(name, rec)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
@@ -323,7 +327,11 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 // orphaned runs k.Orphaned for an MR that holds its object (it observed
 // it, and no other MR's claim on it ranks first), with its provider
 // config's server.
-func orphaned[M resource.ModernManaged](kube client.Reader, servers *Servers, owners Owners, k Kind[M]) func(context.Context, M) error {
+//
+// An MR whose provider config or its key is gone (its namespace being
+// deleted, say) cannot clean up: it is let go, with a Warning that says what
+// is left, rather than held for ever.
+func orphaned[M resource.ModernManaged](kube client.Reader, servers *Servers, owners Owners, record event.Recorder, k Kind[M]) func(context.Context, M) error {
 	return func(ctx context.Context, mg M) error {
 		if !owners.holds(mg) {
 			return nil
@@ -335,16 +343,23 @@ func orphaned[M resource.ModernManaged](kube client.Reader, servers *Servers, ow
 			return err
 		}
 		cfg, err := ResolveProviderConfig(ctx, kube, mg)
-		if err != nil {
-			return err
+		if err == nil {
+			var conn *Conn
+			if conn, err = servers.Conn(ctx, cfg); err == nil {
+				err = k.Orphaned(ctx, mg, conn)
+			}
 		}
-		conn, err := servers.Conn(ctx, cfg)
-		if err != nil {
-			return err
+		if kerrors.IsNotFound(err) || IsCredentialsMissing(err) {
+			record.Event(mg, event.Warning(reasonCannotCleanUp, errors.Wrap(err, errOrphanCleanup)))
+			return nil
 		}
-		return k.Orphaned(ctx, mg, conn)
+		return err
 	}
 }
+
+const reasonCannotCleanUp event.Reason = "CannotCleanUp"
+
+const errOrphanCleanup = "removed without Delete, but what the provider keeps for it (a team's scoped key) cannot be revoked: its provider config or key is gone. Revoke the team's key account crossplane-team-<id> on the server"
 
 // gates are the kind's gates, in order: consent, ownership, its own.
 func gates[M resource.ModernManaged](kube client.Reader, providerNamespace string, owners Owners, k Kind[M]) []Gate[M] {

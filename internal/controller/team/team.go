@@ -164,7 +164,9 @@ func (e *external) observeKey(ctx context.Context, cr *v1alpha1.Team, id int64) 
 	}
 	o := &v1alpha1.TeamKeyObservation{LastRotationRequest: st.Request}
 	if !st.MintedAt.IsZero() {
-		minted, next := metav1.NewTime(st.MintedAt), metav1.NewTime(st.MintedAt.Add(interval))
+		// NOTE: in seconds, as the API server stores it (an interval may
+		// have a fraction): else every poll would write the status anew.
+		minted, next := metav1.NewTime(st.MintedAt).Rfc3339Copy(), metav1.NewTime(st.MintedAt.Add(interval)).Rfc3339Copy()
 		o.MintedAt, o.NextRotationAt = &minted, &next
 	}
 	cr.Status.AtProvider.Key = o
@@ -173,7 +175,9 @@ func (e *external) observeKey(ctx context.Context, cr *v1alpha1.Team, id int64) 
 	if e.now != nil {
 		now = e.now
 	}
-	e.rotateDue = (request != "" && request != st.Request) || (!st.MintedAt.IsZero() && !now().Before(st.MintedAt.Add(interval)))
+	// NOTE: a key that does not say when it was minted (kept by an older
+	// release) is due: rotating it records when.
+	e.rotateDue = (request != "" && request != st.Request) || st.MintedAt.IsZero() || !now().Before(st.MintedAt.Add(interval))
 	return nil
 }
 
