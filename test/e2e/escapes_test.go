@@ -454,7 +454,7 @@ spec:
 `, botID))
 		cr := &v1alpha1.ServiceAccount{ObjectMeta: om("esc-b", "wipe-bot")}
 		why := refusedWith(cr, "ResourceNotOwned")
-		deletionReconciled(t, cr, "GET /api/service-accounts")
+		deletionReconciled(t, cr, "GET /api/service-accounts", nil)
 		if !accountThere(t, botID) {
 			return why, fmt.Sprintf("deleting the MR deleted instance account %d", botID)
 		}
@@ -473,12 +473,19 @@ spec:
 kind: EscalationPolicy
 metadata: {name: silence, namespace: esc-b, finalizers: ["esc.example/hold"], annotations: {crossplane.io/external-name: "%d"}}
 spec:
+  managementPolicies: [Observe]
   forProvider: {teamIdRef: {name: fresh}, levels: [{timeout: 1m, targets: [{kind: oncall}]}]}
 `, alphaID))
 		cr := &v1alpha1.EscalationPolicy{ObjectMeta: om("esc-b", "silence")}
 		condition(t, cr, xpv2.TypeSynced, corev1.ConditionFalse, "")
 		why := cr.GetCondition(xpv2.TypeSynced).Message
-		deletionReconciled(t, cr, "GET /api/teams/{id}")
+		// NOTE: observe-only while it lives; once it is being deleted,
+		// its policies are flipped to all, so that its Delete runs.
+		deletionReconciled(t, cr, "GET /api/teams/{id}", func() {
+			if out, err := kubectlOut(nil, "-n", "esc-b", "patch", "escalationpolicy.terdut.ryuvia.com", "silence", "--type=merge", "-p", `{"spec":{"managementPolicies":["*"]}}`); err != nil {
+				t.Fatalf("flipping the terminating policy's managementPolicies: %v: %s", err, out)
+			}
+		})
 		if p, err := env.admin.GetEscalationPolicy(t.Context(), alphaID); err != nil || p.IsEmpty() {
 			return why, fmt.Sprintf("alpha's policy after deleting the MR: %+v (%v): its paging is off", p, err)
 		}
@@ -579,15 +586,18 @@ spec:
 }
 
 // deletionReconciled deletes mg, which carries a finalizer of the tenant's
-// own, and waits until the provider has reconciled its deletion: route, a
+// own, runs then (if any) on the terminating MR, and waits until the provider has reconciled its deletion: route, a
 // request that reconcile makes, reached the server after the delete (then two
 // seconds more, for a Delete in the same reconcile). It fails the test when
 // no such request comes: an escape whose deletion was never reconciled
 // proved nothing.
-func deletionReconciled(t *testing.T, mg client.Object, route string) {
+func deletionReconciled(t *testing.T, mg client.Object, route string, then func()) {
 	t.Helper()
 	before := counters(t)[route]
 	must(t, env.kube.Delete(t.Context(), mg), "delete "+mg.GetName())
+	if then != nil {
+		then()
+	}
 	eventually(t, 60*time.Second, "the provider reconciling the deletion of "+mg.GetName(), func() string {
 		if counters(t)[route] > before {
 			return ""
