@@ -226,6 +226,20 @@ func (r *report) addNoisyTargets() {
 	}
 }
 
+// missed fails for the targets not met: every target printed is a goal.
+func (r *report) missed() error {
+	var missed []string
+	for _, t := range r.Targets {
+		if !t.Met {
+			missed = append(missed, t.What)
+		}
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("%d targets not met: %s", len(missed), strings.Join(missed, "; "))
+	}
+	return nil
+}
+
 func div(a, b float64) float64 {
 	if b == 0 {
 		return 0
