@@ -236,7 +236,7 @@ func run(f flags) error {
 	held := generic.NewHeldRequests()
 	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks, quiet, held, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "provider_terdut_secret_watches",
-		Help: "Watches of single Secrets that provider configs name (credentials, CA bundles) running now: one not read for 30 minutes is stopped, at most 1,000 run and at most 50 of one namespace, and past them a Secret is read from the API server.",
+		Help: "Watches of single Secrets that provider configs name (credentials, CA bundles) running now: one not read for 30 minutes is stopped, at most 1,000 run and at most 50 of one namespace, each keeps only the key it reads, and past them a Secret is read from the API server.",
 	}, func() float64 { return float64(watched.Watches()) }))
 
 	o := generic.Options{

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -416,11 +415,11 @@ func serverOptions(ctx context.Context, kube client.Reader, cfg Config) (terdut.
 	if err := secretNamespace(cfg, ca); err != nil {
 		return terdut.Options{}, err
 	}
-	s := &corev1.Secret{}
-	if err := kube.Get(ctx, types.NamespacedName{Namespace: ca.Namespace, Name: ca.Name}, s); err != nil {
+	bundle, err := secretKey(ctx, kube, types.NamespacedName{Namespace: ca.Namespace, Name: ca.Name}, ca.Key)
+	if err != nil {
 		return terdut.Options{}, errors.Wrapf(err, errGetCA, cfg.Kind, cfg.Name)
 	}
-	o.CABundle = s.Data[ca.Key]
+	o.CABundle = bundle
 	return o, nil
 }
 
@@ -430,9 +429,5 @@ func extract(ctx context.Context, source xpv2.CredentialsSource, kube client.Rea
 	if source != xpv2.CredentialsSourceSecret || sel.SecretRef == nil {
 		return resource.CommonCredentialExtractor(ctx, source, nil, sel)
 	}
-	s := &corev1.Secret{}
-	if err := kube.Get(ctx, types.NamespacedName{Namespace: sel.SecretRef.Namespace, Name: sel.SecretRef.Name}, s); err != nil {
-		return nil, err
-	}
-	return s.Data[sel.SecretRef.Key], nil
+	return secretKey(ctx, kube, types.NamespacedName{Namespace: sel.SecretRef.Namespace, Name: sel.SecretRef.Name}, sel.SecretRef.Key)
 }

@@ -82,7 +82,8 @@ func CachedOnly(c client.Reader) client.Reader {
 // namespaced provider configs, however many names they come and go with,
 // cannot hold watches on the API server without bound, nor every slot. Past
 // either bound a Secret is read from the API server on each read (correct,
-// one GET each). A watch keeps each Secret's data only: its labels,
+// one GET each). A watch keeps only the one key of the Secret it was
+// started for (GetKey; all of its data for Get): its other keys, labels,
 // annotations (kubectl's last-applied copy of the data among them) and
 // managed fields are dropped as it arrives.
 type WatchedSecrets struct {
@@ -107,10 +108,18 @@ type WatchedSecrets struct {
 	now func() time.Time
 
 	mu        sync.Mutex
-	watches   map[types.NamespacedName]*secretWatch
+	watches   map[watchKey]*secretWatch
 	lastSweep time.Time
 	// inNamespace counts the watches of each namespace.
 	inNamespace map[string]int
+}
+
+// watchKey names a watch: one Secret, and the one data key it keeps (all of
+// them when empty).
+type watchKey struct {
+	types.NamespacedName
+
+	data string
 }
 
 // secretWatch is the watch of one Secret and when it was last read.
@@ -126,15 +135,32 @@ func (w *WatchedSecrets) Get(ctx context.Context, key client.ObjectKey, obj clie
 	if !ok || w.CoreV1 == nil {
 		return w.Fallback.Get(ctx, key, obj, opts...)
 	}
+	return w.get(ctx, watchKey{NamespacedName: key}, s)
+}
+
+// GetKey reads one data key of a Secret, through a watch that keeps only
+// that key of it: a provider config needs one key of its Secret, and a
+// tenant's Secret may be large.
+func (w *WatchedSecrets) GetKey(ctx context.Context, key client.ObjectKey, data string) ([]byte, error) {
+	s := &corev1.Secret{}
+	if w.CoreV1 == nil {
+		err := w.Fallback.Get(ctx, key, s)
+		return s.Data[data], err
+	}
+	err := w.get(ctx, watchKey{NamespacedName: key, data: data}, s)
+	return s.Data[data], err
+}
+
+func (w *WatchedSecrets) get(ctx context.Context, key watchKey, s *corev1.Secret) error {
 	inf := w.watch(key) //nolint:contextcheck // The watch outlives the read that starts it: it stops when idle, not with ctx.
 	if inf == nil {
-		return w.Direct.Get(ctx, key, obj, opts...)
+		return w.Direct.Get(ctx, key.NamespacedName, s)
 	}
 	if !inf.HasSynced() && !w.sync(ctx, inf) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return w.Direct.Get(ctx, key, obj, opts...)
+		return w.Direct.Get(ctx, key.NamespacedName, s)
 	}
 	item, exists, err := inf.GetStore().GetByKey(key.Namespace + "/" + key.Name)
 	if err != nil {
@@ -145,7 +171,7 @@ func (w *WatchedSecrets) Get(ctx context.Context, key client.ObjectKey, obj clie
 	}
 	got, ok := item.(*corev1.Secret)
 	if !ok {
-		return errors.Errorf("the watch of Secret %s holds a %T", key, item)
+		return errors.Errorf("the watch of Secret %s holds a %T", key.NamespacedName, item)
 	}
 	got.DeepCopyInto(s)
 	return nil
@@ -187,7 +213,7 @@ func (w *WatchedSecrets) sync(ctx context.Context, inf toolscache.SharedIndexInf
 
 // watch is the running watch of one Secret (by name: a field selector),
 // started if there is none; nil when MaxWatches run and none is idle.
-func (w *WatchedSecrets) watch(key types.NamespacedName) toolscache.SharedIndexInformer {
+func (w *WatchedSecrets) watch(key watchKey) toolscache.SharedIndexInformer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := time.Now()
@@ -199,7 +225,7 @@ func (w *WatchedSecrets) watch(key types.NamespacedName) toolscache.SharedIndexI
 		return sw.inf
 	}
 	if w.watches == nil {
-		w.watches = map[types.NamespacedName]*secretWatch{}
+		w.watches = map[watchKey]*secretWatch{}
 		w.inNamespace = map[string]int{}
 	}
 	full := func() bool {
@@ -226,7 +252,7 @@ func (w *WatchedSecrets) watch(key types.NamespacedName) toolscache.SharedIndexI
 	// NOTE: CoreV1 may say it cannot stream a list (a fake's cannot); the
 	// watch then lists and watches as before WatchList.
 	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(lw, w.CoreV1), &corev1.Secret{}, 0, toolscache.Indexers{})
-	_ = inf.SetTransform(dataOnly)
+	_ = inf.SetTransform(keep(key.data))
 	ctx, stop := context.WithCancel(context.Background())
 	go inf.RunWithContext(ctx)
 	w.watches[key] = &secretWatch{inf: inf, stop: stop, read: now}
@@ -234,14 +260,43 @@ func (w *WatchedSecrets) watch(key types.NamespacedName) toolscache.SharedIndexI
 	return inf
 }
 
-// dataOnly drops what a watched Secret holds besides its data and identity:
-// labels, annotations (kubectl's last-applied copy of the data among them)
-// and managed fields.
-func dataOnly(obj any) (any, error) {
-	if s, ok := obj.(*corev1.Secret); ok {
+// keep drops what a watched Secret holds besides its identity and data (the
+// one key data, if set): labels, annotations (kubectl's last-applied copy of
+// the data among them), managed fields and the other keys.
+func keep(data string) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		s, ok := obj.(*corev1.Secret)
+		if !ok {
+			return obj, nil
+		}
 		s.Labels, s.Annotations, s.ManagedFields = nil, nil, nil
+		if data != "" {
+			v, ok := s.Data[data]
+			s.Data, s.StringData = nil, nil
+			if ok {
+				s.Data = map[string][]byte{data: v}
+			}
+		}
+		return s, nil
 	}
-	return obj, nil
+}
+
+// A KeyReader reads one data key of a Secret (WatchedSecrets).
+type KeyReader interface {
+	GetKey(ctx context.Context, key client.ObjectKey, data string) ([]byte, error)
+}
+
+// secretKey reads one data key of a Secret through r: only that key is kept
+// when r is a KeyReader.
+func secretKey(ctx context.Context, r client.Reader, key client.ObjectKey, data string) ([]byte, error) {
+	if k, ok := r.(KeyReader); ok {
+		return k.GetKey(ctx, key, data)
+	}
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, key, s); err != nil {
+		return nil, err
+	}
+	return s.Data[data], nil
 }
 
 // sweep stops the watches not read for IdleAfter: at most once per

@@ -189,3 +189,32 @@ func TestOneNamespaceCannotHoldEverySecretWatch(t *testing.T) {
 		t.Errorf("a watched Secret keeps annotations %v and labels %v; want its data only", got.Annotations, got.Labels)
 	}
 }
+
+// TestAWatchKeepsOnlyTheKeyItReads: a provider config reads one key of its
+// Secret; the watch that serves it keeps that key only, so a tenant's large
+// Secret costs the provider its one key, not its whole data.
+func TestAWatchKeepsOnlyTheKeyItReads(t *testing.T) {
+	big := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "creds"}, Data: map[string][]byte{
+		"token": []byte("tdk_tenant"), "padding": make([]byte, 1<<20),
+	}}
+	w := &WatchedSecrets{CoreV1: noWatchList{kfake.NewClientset(big).CoreV1()}, Direct: fake.NewClientBuilder().WithObjects(big.DeepCopy()).Build()}
+	t.Cleanup(w.Stop)
+	key := types.NamespacedName{Namespace: "tenant", Name: "creds"}
+	for range 2 { // the second read is served by the watch
+		got, err := w.GetKey(t.Context(), key, "token")
+		if err != nil || string(got) != "tdk_tenant" {
+			t.Fatalf("GetKey = %q, %v; want the token", got, err)
+		}
+	}
+	sw := w.watches[watchKey{NamespacedName: key, data: "token"}]
+	if sw == nil {
+		t.Fatal("no watch of the Secret's token")
+	}
+	item, ok, err := sw.inf.GetStore().GetByKey("tenant/creds")
+	if err != nil || !ok {
+		t.Fatalf("the watch holds no Secret: %v", err)
+	}
+	if s := item.(*corev1.Secret); len(s.Data) != 1 || len(s.Data["padding"]) != 0 {
+		t.Errorf("the watch keeps %d keys of the Secret (padding %d bytes), want the token only", len(s.Data), len(s.Data["padding"]))
+	}
+}
