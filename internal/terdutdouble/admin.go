@@ -100,6 +100,13 @@ func (s *Server) adminRoutes() {
 		s.SetNotFoundAfterCreate(time.Duration(d.Duration))
 		w.WriteHeader(http.StatusNoContent)
 	})
+	m.HandleFunc("PUT /admin/quirks", func(w http.ResponseWriter, r *http.Request) {
+		var q Quirks
+		if readJSON(w, r, &q) {
+			s.SetQuirks(q)
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
 	m.HandleFunc("POST /admin/users", func(w http.ResponseWriter, r *http.Request) {
 		var u terdut.User
 		if !readJSON(w, r, &u) {

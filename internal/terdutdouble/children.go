@@ -2,6 +2,7 @@ package terdutdouble
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
@@ -15,10 +16,10 @@ func (s *Server) listSwitches(w http.ResponseWriter, r *http.Request, _ *princip
 	out := []terdut.DeadmanSwitch{}
 	for _, sw := range sortedValues(s.switches) {
 		if sw.teamID == t.ID && !s.hiddenLocked(sw.ID) {
-			out = append(out, sw.DeadmanSwitch)
+			out = append(out, seen(s, switchKey(sw.ID), sw.DeadmanSwitch))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, listed(s, out))
 }
 
 // validSwitch checks a switch body and derives its name when empty.
@@ -79,6 +80,7 @@ func (s *Server) updateSwitch(w http.ResponseWriter, r *http.Request, _ *princip
 		return
 	}
 	sw.ID, sw.CreatedAt = cur.ID, cur.CreatedAt
+	s.updatedLocked(switchKey(sw.ID), cur.DeadmanSwitch)
 	s.switches[sw.ID] = ownedSwitch{teamID: cur.teamID, DeadmanSwitch: sw}
 	writeJSON(w, http.StatusOK, sw)
 }
@@ -98,12 +100,12 @@ func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request, _ *pri
 	out := []terdut.Integration{}
 	for _, in := range sortedValues(s.integrations) {
 		if in.teamID == t.ID && !s.hiddenLocked(in.ID) {
-			v := in.Integration
+			v := seen(s, integrationKey(in.ID), in.Integration)
 			v.URL, v.Key = "", ""
 			out = append(out, v)
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, listed(s, out))
 }
 
 func validIntegrationKind(k string) bool {
@@ -170,6 +172,7 @@ func (s *Server) renameIntegration(w http.ResponseWriter, r *http.Request, _ *pr
 		writeError(w, http.StatusBadRequest, "name is required")
 		return
 	}
+	s.updatedLocked(integrationKey(in.ID), in.Integration)
 	in.Name = req.Name
 	s.integrations[in.ID] = in
 	v := in.Integration
@@ -183,3 +186,6 @@ func (s *Server) deleteIntegration(w http.ResponseWriter, r *http.Request, _ *pr
 		w.WriteHeader(http.StatusNoContent)
 	}
 }
+
+func switchKey(id int64) string      { return "switch/" + strconv.FormatInt(id, 10) }
+func integrationKey(id int64) string { return "integration/" + strconv.FormatInt(id, 10) }

@@ -136,7 +136,7 @@ func (s *Server) revokeUserKey(w http.ResponseWriter, r *http.Request, _ *princi
 }
 
 func (s *Server) listUsers(w http.ResponseWriter, _ *http.Request, _ *principal) {
-	writeJSON(w, http.StatusOK, sortedValues(s.users))
+	writeJSON(w, http.StatusOK, listed(s, sortedValues(s.users)))
 }
 
 func (s *Server) listAccounts(w http.ResponseWriter, r *http.Request, _ *principal) {
@@ -147,7 +147,7 @@ func (s *Server) listAccounts(w http.ResponseWriter, r *http.Request, _ *princip
 			out = append(out, a.ServiceAccount)
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, listed(s, out))
 }
 
 func (s *Server) createAccount(w http.ResponseWriter, r *http.Request, _ *principal) {
@@ -244,7 +244,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, _ *principal) 
 	for _, kid := range slices.Sorted(maps.Keys(a.keys)) {
 		out = append(out, terdut.APIKey{ID: kid, CreatedAt: s.keys[a.keys[kid]].created})
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, listed(s, out))
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, _ *principal) {

@@ -85,6 +85,8 @@ type Server struct {
 	faults         []*Fault
 	notFoundWindow time.Duration
 	now            func() time.Time
+	quirks         Quirks
+	stale          map[string]stale
 
 	latency   time.Duration
 	rateLimit RateLimit
@@ -116,6 +118,7 @@ func New(o Options) *Server {
 		byScope:      map[string]map[string]int{},
 		perSecond:    map[int64]int{},
 		alerts:       map[int64]*AlertCount{},
+		stale:        map[string]stale{},
 		now:          time.Now,
 		latency:      o.Latency,
 	}

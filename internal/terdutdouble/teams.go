@@ -2,6 +2,7 @@ package terdutdouble
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,11 +13,12 @@ func (s *Server) listTeams(w http.ResponseWriter, r *http.Request, _ *principal)
 	name := r.URL.Query().Get("name")
 	out := []terdut.Team{}
 	for _, t := range sortedValues(s.teams) {
+		t = seen(s, teamKey(t.ID), t)
 		if (name == "" || t.Name == name) && !s.hiddenLocked(t.ID) {
 			out = append(out, t)
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, listed(s, out))
 }
 
 func (s *Server) teamNameTakenLocked(name string, except int64) bool {
@@ -63,7 +65,7 @@ func (s *Server) team(w http.ResponseWriter, r *http.Request) (terdut.Team, bool
 
 func (s *Server) getTeam(w http.ResponseWriter, r *http.Request, _ *principal) {
 	if t, ok := s.team(w, r); ok {
-		writeJSON(w, http.StatusOK, t)
+		writeJSON(w, http.StatusOK, seen(s, teamKey(t.ID), t))
 	}
 }
 
@@ -84,6 +86,7 @@ func (s *Server) renameTeam(w http.ResponseWriter, r *http.Request, _ *principal
 		writeError(w, http.StatusConflict, "team name already exists")
 		return
 	}
+	s.updatedLocked(teamKey(t.ID), t)
 	t.Name = req.Name
 	s.teams[t.ID] = t
 	writeJSON(w, http.StatusOK, t)
@@ -99,7 +102,8 @@ func (s *Server) deleteTeam(w http.ResponseWriter, r *http.Request, _ *principal
 }
 
 // deleteTeamLocked removes a team and every row scoped to it, its
-// team-scoped service accounts and their keys included.
+// team-scoped service accounts and their keys included (unless the NoCascade
+// quirk is on).
 func (s *Server) deleteTeamLocked(id int64) {
 	delete(s.teams, id)
 	delete(s.policies, id)
@@ -114,7 +118,7 @@ func (s *Server) deleteTeamLocked(id int64) {
 		}
 	}
 	for _, a := range s.accounts {
-		if a.TeamID != nil && *a.TeamID == id {
+		if a.TeamID != nil && *a.TeamID == id && !s.quirks.NoCascade {
 			s.deleteAccountLocked(a)
 		}
 	}
@@ -139,7 +143,7 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request, _ *principal)
 	if !ok {
 		return
 	}
-	p := s.policies[t.ID]
+	p := seen(s, policyKey(t.ID), s.policies[t.ID])
 	if p.Levels == nil {
 		p.Levels = []terdut.EscalationLevel{}
 	}
@@ -187,6 +191,10 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request, _ *principal)
 			}
 		}
 	}
+	s.updatedLocked(policyKey(t.ID), s.policies[t.ID])
 	s.policies[t.ID] = p
 	writeJSON(w, http.StatusOK, p)
 }
+
+func teamKey(id int64) string   { return "team/" + strconv.FormatInt(id, 10) }
+func policyKey(id int64) string { return "policy/" + strconv.FormatInt(id, 10) }

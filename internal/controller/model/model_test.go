@@ -96,6 +96,7 @@ const (
 	opExternalDelete
 	opFault
 	opLag
+	opQuirks
 	opClearFaults
 	opTick
 )
@@ -103,7 +104,7 @@ const (
 var opNames = map[op]string{
 	opReconcile: "reconcile", opReconcileAll: "reconcile-all", opAdd: "add", opDelete: "delete",
 	opRename: "rename", opRetime: "retime", opRekind: "rekind", opCrashNextCreate: "crash-next-create",
-	opExternalDelete: "external-delete", opFault: "fault", opLag: "lag", opClearFaults: "clear-faults", opTick: "tick",
+	opExternalDelete: "external-delete", opFault: "fault", opLag: "lag", opQuirks: "quirks", opClearFaults: "clear-faults", opTick: "tick",
 }
 
 // step is one move of the walk; it names MRs by index, so a walk is data
@@ -134,6 +135,7 @@ func generate(seed uint64, n int) []step {
 		{opExternalDelete, 1},
 		{opFault, 10},
 		{opLag, 2},
+		{opQuirks, 3},
 		{opClearFaults, 4},
 		{opTick, 12},
 	}
@@ -471,9 +473,12 @@ func (w *world) do(ctx context.Context, s step) {
 		w.double.AddFault(faultFor(s.Arg))
 	case opLag:
 		w.double.SetNotFoundAfterCreate(time.Duration(s.Arg%40) * time.Second)
+	case opQuirks:
+		w.double.SetQuirks(quirksFor(s.Arg))
 	case opClearFaults:
 		w.double.ClearFaults()
 		w.double.SetNotFoundAfterCreate(0)
+		w.double.SetQuirks(terdutdouble.Quirks{})
 	case opTick:
 		w.clock.add(time.Duration(1+s.Arg%30) * time.Second)
 	}
@@ -482,6 +487,18 @@ func (w *world) do(ctx context.Context, s step) {
 // lieFor bounds, in the walk's time, how long a list lies: less than
 // generic.DefaultAbsenceConfirmation.
 const lieFor = terdutdouble.Duration(30 * time.Second)
+
+// quirksFor is a server that answers 200 and still misleads: lists in
+// another order, lists one item short, objects read as they were before an
+// update. Bounded as the lying lists are.
+func quirksFor(arg int) terdutdouble.Quirks {
+	return terdutdouble.Quirks{
+		Reorder:    arg&1 != 0,
+		ShortLists: arg&2 != 0,
+		Stale:      terdutdouble.Duration(time.Duration(arg%20) * time.Second),
+		For:        lieFor,
+	}
+}
 
 // faultFor is one of the server's misbehaviours.
 func faultFor(arg int) terdutdouble.Fault {
@@ -749,6 +766,7 @@ func (r *recorder) drain() []string {
 func (w *world) converge(ctx context.Context) error {
 	w.double.ClearFaults()
 	w.double.SetNotFoundAfterCreate(0)
+	w.double.SetQuirks(terdutdouble.Quirks{})
 	// NOTE: retried within --max-backoff, as the runtime does: reads a
 	// third of the confirmation wait apart.
 	for range 16 {
