@@ -110,8 +110,8 @@ func name(mg resource.Managed) string {
 	return fmt.Sprintf("%T %s/%s", mg, mg.GetNamespace(), mg.GetName())[len("*v1alpha1."):]
 }
 
-// notReady returns the MRs of ns that are not Ready and Synced (all, while
-// fewer than want exist).
+// notReady returns the MRs of ns that are not Ready and Synced for their
+// current generation (all, while fewer than want exist).
 func notReady(ctx context.Context, ns string, want int) ([]string, error) {
 	mrs, err := mrsIn(ctx, ns)
 	if err != nil {
@@ -119,9 +119,12 @@ func notReady(ctx context.Context, ns string, want int) ([]string, error) {
 	}
 	var out []string
 	for _, mg := range mrs {
-		r, s := mg.GetCondition(xpv2.TypeReady), mg.GetCondition(xpv2.TypeSynced)
-		if r.Status != corev1.ConditionTrue || s.Status != corev1.ConditionTrue {
-			out = append(out, fmt.Sprintf("%s (Ready %s %s, Synced %s %s: %s)", name(mg), r.Status, r.Reason, s.Status, s.Reason, firstLine(s.Message+r.Message)))
+		why := conditionIs(mg, xpv2.TypeReady, corev1.ConditionTrue, "", time.Time{})
+		if why == "" {
+			why = conditionIs(mg, xpv2.TypeSynced, corev1.ConditionTrue, "", time.Time{})
+		}
+		if why != "" {
+			out = append(out, fmt.Sprintf("%s (%s)", name(mg), firstLine(why)))
 		}
 	}
 	if len(mrs) < want {

@@ -135,7 +135,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 	})
 	cr.Status.AtProvider = Observation(teamID, cur)
 	cr.Status.AtProvider.ReplacedIDs = replaced
-	cr.SetConditions(xpv2.Available())
+	generic.Mark(cr, xpv2.Available())
 	diff := Diff(cr.Spec.ForProvider, *cur)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
 }

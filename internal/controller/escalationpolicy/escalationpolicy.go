@@ -112,7 +112,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 	cr.Status.AtProvider.ResolvedUsers = resolved
 	if len(unknown) > 0 {
 		names := strings.Join(unknown, ", ")
-		cr.SetConditions(generic.Unavailable(ReasonUnknownUser, errors.Errorf(errUnknownMsg, names).Error()))
+		generic.Mark(cr, generic.Unavailable(ReasonUnknownUser, errors.Errorf(errUnknownMsg, names).Error()))
 		return managed.ExternalObservation{}, errors.Errorf(errUnknownUsers, names)
 	}
 	e.desired = &desired
@@ -133,7 +133,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 		return managed.ExternalObservation{}, err
 	}
 	cr.Status.AtProvider = Observation(id, cur, users, resolved)
-	cr.SetConditions(xpv2.Available())
+	generic.Mark(cr, xpv2.Available())
 	diff := Diff(desired, *cur)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
 }

@@ -64,7 +64,7 @@ func ConsentGate[M resource.ModernManaged](kube client.Reader, providerNamespace
 		if meta.WasDeleted(mg) && observedWhilePermitted(mg, observed) {
 			return nil
 		}
-		mg.SetConditions(Unavailable(ReasonRefNotPermitted, err.Error()))
+		Mark(mg, Unavailable(ReasonRefNotPermitted, err.Error()))
 		if meta.WasDeleted(mg) {
 			return leaveAloneError{err}
 		}

@@ -110,7 +110,7 @@ func (k teamKey[M]) Client(ctx context.Context, conn *Conn, mg M) (*terdut.Clien
 	}
 	cl, err := conn.Team(ctx, teamID)
 	if w := (waitingForTeamError{}); errors.As(err, &w) {
-		mg.SetConditions(Unavailable(ReasonWaitingForTeam, w.Error()))
+		Mark(mg, Unavailable(ReasonWaitingForTeam, w.Error()))
 	}
 	return cl, err
 }

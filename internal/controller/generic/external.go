@@ -75,6 +75,17 @@ func Unavailable(reason xpv2.ConditionReason, msg string) xpv2.Condition {
 	return c
 }
 
+// Mark sets conditions on mg, each stamped with the generation of mg's
+// spec it was written for, so that a reader (kubectl wait, a GitOps health
+// check, a test) can tell a condition about the current spec from one
+// written before the spec changed.
+func Mark(mg resource.Managed, c ...xpv2.Condition) {
+	for i := range c {
+		c[i].ObservedGeneration = mg.GetGeneration()
+	}
+	mg.SetConditions(c...)
+}
+
 // FormatID renders a server ID as an external name.
 func FormatID(id int64) string { return strconv.FormatInt(id, 10) }
 

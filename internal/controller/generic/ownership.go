@@ -230,7 +230,7 @@ func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName str
 // refuse records an ownership refusal on mg and returns it as an error.
 func (o Owners) refuse(mg resource.Managed, reason xpv2.ConditionReason, msg string) error {
 	c := Unavailable(reason, msg)
-	mg.SetConditions(c)
+	Mark(mg, c)
 	return notOwnedError{error: errors.New(msg), cond: c}
 }
 

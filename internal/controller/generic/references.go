@@ -88,7 +88,7 @@ func (r References) waitingForTeam(ctx context.Context, mg resource.Managed) {
 			msg = fmt.Sprintf(msgTeamNoIDWhy, name, c.Status, c.Reason, c.Message)
 		}
 	}
-	mg.SetConditions(Unavailable(ReasonWaitingForTeam, msg))
+	Mark(mg, Unavailable(ReasonWaitingForTeam, msg))
 }
 
 // ResolveReferences implements managed.ReferenceResolver.

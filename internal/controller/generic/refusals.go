@@ -33,7 +33,7 @@ func (r refusalError) Condition() xpv2.Condition { return r.cond }
 // on the Ready condition the user sees (see Refusals).
 func Refuse(mg resource.Managed, reason xpv2.ConditionReason, msg string) error {
 	c := Unavailable(reason, msg)
-	mg.SetConditions(c)
+	Mark(mg, c)
 	return refusalError{error: errors.New(msg), cond: c}
 }
 
@@ -117,7 +117,7 @@ func remembered[M resource.Managed](r *Refusals, e managed.TypedExternalClient[M
 
 func (e remembering[M]) Observe(ctx context.Context, mg M) (managed.ExternalObservation, error) {
 	if c, ok := e.r.held(mg); ok {
-		mg.SetConditions(c)
+		Mark(mg, c)
 		return managed.ExternalObservation{}, errors.New(c.Message)
 	}
 	return e.TypedExternalClient.Observe(ctx, mg)

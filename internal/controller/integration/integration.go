@@ -205,16 +205,16 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 	if details == nil && !mayCreate(cr) {
 		// NOTE: an import (policies without Create) never had the key:
 		// the server showed it once, to whoever made it. Nothing is lost.
-		cr.SetConditions(xpv2.Available().WithMessage(fmt.Sprintf(msgImported, id)))
+		generic.Mark(cr, xpv2.Available().WithMessage(fmt.Sprintf(msgImported, id)))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
 	}
 	if details == nil {
 		msg := fmt.Sprintf(msgSecretLost, secretName(cr), id)
-		cr.SetConditions(generic.Unavailable(ReasonWebhookSecretLost, msg))
+		generic.Mark(cr, generic.Unavailable(ReasonWebhookSecretLost, msg))
 		e.record.Event(cr, event.Warning(event.Reason(ReasonWebhookSecretLost), errors.New(msg)))
 		return managed.ExternalObservation{}, errors.New(errSecretLost)
 	}
-	cr.SetConditions(xpv2.Available())
+	generic.Mark(cr, xpv2.Available())
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff, ConnectionDetails: details}, nil
 }
 

@@ -135,14 +135,14 @@ func instanceScopeAtHome(providerNamespace string) generic.Gate[*v1alpha1.Servic
 	return func(_ context.Context, cr *v1alpha1.ServiceAccount, _ generic.Config) error {
 		if strings.HasPrefix(cr.Spec.ForProvider.Name, generic.TeamAccountPrefix) {
 			msg := fmt.Sprintf(errReservedName, generic.TeamAccountPrefix)
-			cr.SetConditions(generic.Unavailable(ReasonReservedName, msg))
+			generic.Mark(cr, generic.Unavailable(ReasonReservedName, msg))
 			return generic.Untouchable(errors.New(msg))
 		}
 		if cr.Spec.ForProvider.Scope != terdut.ScopeInstance || providerNamespace == "" || cr.GetNamespace() == providerNamespace {
 			return nil
 		}
 		msg := fmt.Sprintf(errInstanceScope, providerNamespace, cr.GetNamespace())
-		cr.SetConditions(generic.Unavailable(ReasonInstanceScopeNotPermitted, msg))
+		generic.Mark(cr, generic.Unavailable(ReasonInstanceScopeNotPermitted, msg))
 		return generic.Untouchable(errors.New(msg))
 	}
 }
@@ -226,7 +226,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 	}
 	e.observed = sa
 	cr.Status.AtProvider = e.observation(cr, sa, ks)
-	cr.SetConditions(xpv2.Available())
+	generic.Mark(cr, xpv2.Available())
 	if meta.WasDeleted(cr) {
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}

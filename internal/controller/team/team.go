@@ -131,7 +131,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 	prev := cr.Status.AtProvider.PreviousIDs
 	cr.Status.AtProvider = Observation(t)
 	cr.Status.AtProvider.PreviousIDs = prev
-	cr.SetConditions(xpv2.Available())
+	generic.Mark(cr, xpv2.Available())
 	diff := Diff(cr.Spec.ForProvider, t)
 	if err := e.observeKey(ctx, cr, id); err != nil {
 		return managed.ExternalObservation{}, err

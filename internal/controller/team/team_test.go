@@ -517,3 +517,20 @@ func TestATeamRotatesItsTeamsKey(t *testing.T) {
 		})
 	}
 }
+
+func TestReadySaysWhichSpecItIsAbout(t *testing.T) {
+	f := controllertest.New(t)
+	id := f.Team(t, "Platform")
+	cr := team(withID(id))
+	cr.SetGeneration(4)
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	if _, err := e.Observe(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	// kubectl wait and GitOps health checks compare a condition's
+	// observedGeneration with the spec's: a Ready without it reads as
+	// written for some older spec.
+	if c := cr.GetCondition(xpv2.TypeReady); c.Status != "True" || c.ObservedGeneration != 4 {
+		t.Errorf("Ready is %s for generation %d, want True for the spec's generation 4", c.Status, c.ObservedGeneration)
+	}
+}
