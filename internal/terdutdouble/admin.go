@@ -74,6 +74,7 @@ func (s *Server) Snapshot() State {
 func (s *Server) adminRoutes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /admin/counters", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Counters()) })
+	m.HandleFunc("GET /admin/paths", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.PathCounters()) })
 	m.HandleFunc("DELETE /admin/counters", func(w http.ResponseWriter, _ *http.Request) {
 		s.ResetCounters()
 		w.WriteHeader(http.StatusNoContent)

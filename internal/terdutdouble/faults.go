@@ -94,6 +94,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	key := r.Method + " " + route
 	s.counters[key]++
+	s.paths[r.Method+" "+r.URL.Path]++
 	api := strings.HasPrefix(route, "/api/")
 	throttled := api && s.countRateLocked()
 	f := s.takeFaultLocked(method, route)

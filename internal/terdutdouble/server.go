@@ -80,6 +80,7 @@ type Server struct {
 	issued       []string
 
 	counters       map[string]int
+	paths          map[string]int
 	bytes          map[string]int
 	byScope        map[string]map[string]int
 	faults         []*Fault
@@ -114,6 +115,7 @@ func New(o Options) *Server {
 		integrations: map[int64]ownedIntegration{},
 		created:      map[int64]time.Time{},
 		counters:     map[string]int{},
+		paths:        map[string]int{},
 		bytes:        map[string]int{},
 		byScope:      map[string]map[string]int{},
 		perSecond:    map[int64]int{},
@@ -181,6 +183,15 @@ func (s *Server) Counters() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.counters)
+}
+
+// PathCounters returns how many requests each "METHOD /path" received, by
+// the path as sent (/api/teams/7/escalation): what was asked of one object.
+// Unlike Counters, a reset leaves them: a test reads them before and after.
+func (s *Server) PathCounters() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.paths)
 }
 
 // Count returns the requests "METHOD /route" received.

@@ -134,6 +134,30 @@ func counters(t *testing.T) map[string]int {
 	return c
 }
 
+// pathCounters are the requests the suite's double received, by "METHOD
+// /path" as sent.
+func pathCounters(t *testing.T) map[string]int {
+	t.Helper()
+	var c map[string]int
+	must(t, admin(http.MethodGet, "/admin/paths", nil, &c), "read the double's path counters")
+	return c
+}
+
+// polled waits until the provider read path (GET, as sent, e.g.
+// /api/teams/7/deadman/switches) n more times from now: the reconciles a
+// "nothing happened" check means have run, instead of a sleep that hopes so.
+func polled(t *testing.T, path string, n int) {
+	t.Helper()
+	key := http.MethodGet + " " + path
+	from := pathCounters(t)[key]
+	eventually(t, 90*time.Second, fmt.Sprintf("%d more reads of %s", n, path), func() string {
+		if got := pathCounters(t)[key] - from; got < n {
+			return fmt.Sprintf("%d reads so far", got)
+		}
+		return ""
+	})
+}
+
 func fault(t *testing.T, f terdutdouble.Fault) {
 	t.Helper()
 	if err := env.stack.Double.AddFault(t.Context(), f); err != nil {

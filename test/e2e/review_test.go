@@ -48,7 +48,10 @@ spec:
 	in := &v1alpha1.Integration{ObjectMeta: om(ns, "am")}
 	ready(t, sw)
 	ready(t, in)
-	time.Sleep(5 * time.Second) // a retry that would duplicate has had its chance
+	// Two more polls of each list: a retry that would duplicate has had its
+	// chance.
+	polled(t, fmt.Sprintf("/api/teams/%d/deadman/switches", teamID), 2)
+	polled(t, fmt.Sprintf("/api/teams/%d/integrations", teamID), 2)
 	clearFaults(t)
 	after := counters(t)
 	switches, integrations := 0, 0
@@ -64,13 +67,19 @@ spec:
 		}
 	}
 	accepted := webhookKeyAccepted(t, in)
-	fmt.Printf("    committed POSTs answered 504: switch POSTs %d, integration POSTs %d, integration DELETEs %d; on the server: %d switch, %d integration (external names %s, %s); key in the Secret accepted: %t\n",
-		after["POST /api/teams/{id}/deadman/switches"]-before["POST /api/teams/{id}/deadman/switches"],
-		after["POST /api/teams/{id}/integrations"]-before["POST /api/teams/{id}/integrations"],
-		after["DELETE /api/teams/{id}/integrations/{iid}"]-before["DELETE /api/teams/{id}/integrations/{iid}"],
-		switches, integrations, meta.GetExternalName(sw), meta.GetExternalName(in), accepted)
+	n := func(route string) int { return after[route] - before[route] }
+	swPosts, swDeletes := n("POST /api/teams/{id}/deadman/switches"), n("DELETE /api/teams/{id}/deadman/switches/{sid}")
+	inPosts, inDeletes := n("POST /api/teams/{id}/integrations"), n("DELETE /api/teams/{id}/integrations/{iid}")
+	fmt.Printf("    committed POSTs answered 504: switch POSTs %d, DELETEs %d; integration POSTs %d, DELETEs %d; on the server: %d switch, %d integration (external names %s, %s); key in the Secret accepted: %t\n",
+		swPosts, swDeletes, inPosts, inDeletes, switches, integrations, meta.GetExternalName(sw), meta.GetExternalName(in), accepted)
 	if switches != 1 || integrations != 1 {
 		t.Errorf("%d switches and %d integrations on the server, want one of each", switches, integrations)
+	}
+	// The switch the 504 committed is the one kept: one POST, no DELETE. The
+	// integration's key was only in the lost answer, so exactly that one is
+	// replaced: a second POST and one DELETE.
+	if swPosts != 1 || swDeletes != 0 || inPosts != 2 || inDeletes != 1 {
+		t.Errorf("switch POSTs %d DELETEs %d, integration POSTs %d DELETEs %d; want 1/0 and 2/1: the retry did not find what it made", swPosts, swDeletes, inPosts, inDeletes)
 	}
 	if !accepted {
 		t.Error("the integration's Secret holds no key the server accepts")
@@ -149,7 +158,8 @@ spec:
 		}
 		return ""
 	})
-	time.Sleep(12 * time.Second) // three polls
+	polled(t, fmt.Sprintf("/api/teams/%d/deadman/switches", teamID), 3)
+	polled(t, fmt.Sprintf("/api/teams/%d/integrations", teamID), 3)
 	clearFaults(t)
 	after := counters(t)
 	objects, orphans := count("lying-am")
@@ -178,7 +188,7 @@ spec:
 		return ""
 	})
 	clearFaults(t)
-	time.Sleep(5 * time.Second) // a reconcile after the last lie
+	polled(t, "/api/teams", 2) // reconciles after the last lie
 	after = counters(t)
 	teamsMade := after["POST /api/teams"] - before["POST /api/teams"]
 	sameTeam := externalID(t, get(t, &v1alpha1.Team{ObjectMeta: om(ns, "web")})) == teamID
@@ -187,6 +197,33 @@ spec:
 		teamsMade, sameTeam, sameIDs, webhookKeyAccepted(t, in))
 	if teamsMade != 0 || !sameTeam || !sameIDs || !webhookKeyAccepted(t, in) {
 		t.Errorf("a lying list of teams during a rename: %d teams made, same team %t, children unmoved %t", teamsMade, sameTeam, sameIDs)
+	}
+
+	scenariof(t, "for 25 s lists reordered and one item short, and objects read as before their update for 20 s, while the switch's timeout and the integration's name change -> the same objects updated, nothing made or deleted")
+	before = counters(t)
+	must(t, admin(http.MethodPut, "/admin/quirks", terdutdouble.Quirks{Reorder: true, ShortLists: true, Stale: terdutdouble.Duration(20 * time.Second), For: terdutdouble.Duration(25 * time.Second)}, nil), "make the double quirky")
+	quirky := time.Now()
+	apply(t, replaceAll(children(""), "timeout: 15m", "timeout: 20m", "name: lying-am}", "name: lying-am-renamed}"))
+	ready(t, sw)
+	ready(t, in)
+	time.Sleep(time.Until(quirky.Add(25 * time.Second))) // the quirks' time: what they could do, they have done
+	polled(t, fmt.Sprintf("/api/teams/%d/deadman/switches", teamID), 2)
+	polled(t, fmt.Sprintf("/api/teams/%d/integrations", teamID), 2)
+	after = counters(t)
+	made := after["POST /api/teams/{id}/deadman/switches"] - before["POST /api/teams/{id}/deadman/switches"] +
+		after["POST /api/teams/{id}/integrations"] - before["POST /api/teams/{id}/integrations"]
+	deleted := after["DELETE /api/teams/{id}/deadman/switches/{sid}"] - before["DELETE /api/teams/{id}/deadman/switches/{sid}"] +
+		after["DELETE /api/teams/{id}/integrations/{iid}"] - before["DELETE /api/teams/{id}/integrations/{iid}"]
+	sameIDs = externalID(t, get(t, sw)) == swID && externalID(t, get(t, in)) == inID
+	objects, orphans = count("lying-am-renamed")
+	applied := false
+	for _, x := range state(t).Switches {
+		applied = applied || (x.ID == swID && (x.Timeout == "20m" || x.Timeout == "20m0s"))
+	}
+	fmt.Printf("    quirky server during updates: made %d, deleted %d, objects on the team %d, same IDs %t, timeout applied %t, orphans %d, key in the Secret accepted %t\n",
+		made, deleted, objects, sameIDs, applied, orphans, webhookKeyAccepted(t, in))
+	if made != 0 || deleted != 0 || objects != 2 || !sameIDs || !applied || orphans != 0 || !webhookKeyAccepted(t, in) {
+		t.Errorf("a quirky server during updates: %d made, %d deleted, %d objects, same IDs %t, applied %t, %d orphans", made, deleted, objects, sameIDs, applied, orphans)
 	}
 
 	scenariof(t, "lists that lag 30 s behind every create -> one switch and one integration made, Ready, no second")
@@ -202,9 +239,11 @@ spec:
 	ready(t, sw2)
 	ready(t, in2)
 	took := time.Since(start)
-	time.Sleep(35 * time.Second) // past the lag: a duplicate would show now
+	time.Sleep(time.Until(start.Add(30 * time.Second)))                 // the lag's time
+	polled(t, fmt.Sprintf("/api/teams/%d/deadman/switches", teamID), 2) // past the lag: a duplicate would show now
+	polled(t, fmt.Sprintf("/api/teams/%d/integrations", teamID), 2)
 	after = counters(t)
-	objects, orphans = count("lying-am", "lying-am-lag")
+	objects, orphans = count("lying-am-renamed", "lying-am-lag")
 	posts := after["POST /api/teams/{id}/deadman/switches"] - before["POST /api/teams/{id}/deadman/switches"] +
 		after["POST /api/teams/{id}/integrations"] - before["POST /api/teams/{id}/integrations"]
 	fmt.Printf("    lagging list (30s): Ready in %s; POSTs %d (want 2); objects on the team %d (want 4); key in the Secret accepted %t; orphans %d\n",

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"slices"
@@ -219,6 +220,7 @@ spec:
 	}
 
 	scenariof(t, "rename -> PATCH in place; the key does not change")
+	before := counters(t)
 	apply(t, in("prod-am-2"))
 	eventually(t, 30*time.Second, "rename on the server", func() string {
 		for _, i := range state(t).Integrations {
@@ -228,6 +230,15 @@ spec:
 		}
 		return "not renamed"
 	})
+	ready(t, cr)
+	renamed := &corev1.Secret{}
+	must(t, env.kube.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "am-webhook"}, renamed), "read the connection Secret")
+	after := counters(t)
+	patches, posts := after["PATCH /api/teams/{id}/integrations/{iid}"]-before["PATCH /api/teams/{id}/integrations/{iid}"], after["POST /api/teams/{id}/integrations"]-before["POST /api/teams/{id}/integrations"]
+	if patches < 1 || posts != 0 || externalID(t, cr) != id || !bytes.Equal(renamed.Data["key"], sec.Data["key"]) || !webhookKeyAccepted(t, cr) {
+		t.Fatalf("a rename: %d PATCHes, %d POSTs, external name %s (was %d), key unchanged %t, accepted %t; want a PATCH in place with the same key",
+			patches, posts, meta.GetExternalName(cr), id, bytes.Equal(renamed.Data["key"], sec.Data["key"]), webhookKeyAccepted(t, cr))
+	}
 
 	scenariof(t, "rename on the server -> reverted at the next poll")
 	must(t, env.admin.RenameIntegration(t.Context(), teamID, id, "by-hand"), "tamper with the integration on the server")
@@ -241,19 +252,20 @@ spec:
 	})
 
 	scenariof(t, "delete the connection Secret -> WebhookSecretLost, and no new key minted")
-	posts := counters(t)["POST /api/teams/{id}/integrations"]
+	posts = counters(t)["POST /api/teams/{id}/integrations"]
 	if err := env.kube.Delete(t.Context(), sec); err != nil {
 		t.Fatal(err)
 	}
 	condition(t, cr, xpv2.TypeReady, corev1.ConditionFalse, "WebhookSecretLost")
-	time.Sleep(10 * time.Second) // two more polls
-	if n := counters(t)["POST /api/teams/{id}/integrations"]; n != posts {
+	polled(t, fmt.Sprintf("/api/teams/%d/integrations", teamID), 2) // two more polls
+	n := counters(t)["POST /api/teams/{id}/integrations"]
+	fmt.Printf("    integration POSTs before and after the loss: %d, %d\n", posts, n)
+	if n != posts {
 		t.Fatalf("%d integration POSTs after the Secret was lost, want %d: a key was minted silently", n, posts)
 	}
 	if got := len(state(t).Integrations); got != 1 {
 		t.Fatalf("%d integrations on the server, want the one", got)
 	}
-	fmt.Printf("    integration POSTs before and after the loss: %d, %d\n", posts, posts)
 
 	scenariof(t, "delete the Integration -> gone on the server")
 	deleteAndWait(t, cr)
@@ -295,7 +307,7 @@ spec:
 	if cr.Status.AtProvider.DisplayName != "Legacy" || cr.Status.AtProvider.ID != tm.ID {
 		t.Fatalf("atProvider = %+v, want the server's team", cr.Status.AtProvider)
 	}
-	time.Sleep(10 * time.Second)
+	polled(t, "/api/teams", 2) // two more polls
 	after := counters(t)
 	for _, k := range []string{"PUT /api/teams/{id}", "POST /api/teams", "DELETE /api/teams/{id}"} {
 		if after[k] != before[k] {
