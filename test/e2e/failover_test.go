@@ -14,6 +14,9 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/cluster/local/stack"
 )
 
+// lease is the replicas' leader-election lease.
+const lease = 15 * time.Second
+
 // leaderMetric is controller-runtime's gauge of whether a replica leads.
 const leaderMetric = `leader_election_master_status{name="crossplane-leader-election-provider-terdut"} 1`
 
@@ -27,7 +30,7 @@ type replica struct {
 func (r *replica) start(t *testing.T) {
 	t.Helper()
 	p, err := env.stack.StartReplica(context.Background(), r.name, r.n, "--leader-election",
-		"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=10s")
+		"--leader-election-lease-duration="+lease.String(), "--leader-election-renew-deadline=10s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +121,12 @@ func TestFailover(t *testing.T) {
 	}
 	if c.duplicates+len(stuck)+len(c.missing)+len(c.refused) != 0 {
 		t.Errorf("after the failover: %d duplicates, %d stuck, %d missing, %d keys refused", c.duplicates, len(stuck), len(c.missing), len(c.refused))
+	}
+	// The killed leader renewed its 15 s lease at most a retry period (2 s)
+	// before it died: the standby may lead no sooner (two leaders), and
+	// should not take much longer (the lease not honoured, or a default one).
+	if takeover < lease-3*time.Second || takeover > lease+10*time.Second {
+		t.Errorf("the standby took over %.1fs after the kill; with a %s lease, want %s to %s", takeover.Seconds(), lease, lease-3*time.Second, lease+10*time.Second)
 	}
 
 	scenariof(t, "a clean stop (SIGTERM) of the leader -> the lease is handed over at once")

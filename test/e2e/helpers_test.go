@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
 // scenariof prints what a test checks, so `make e2e` reads as a list.
@@ -158,6 +161,14 @@ func deleteAndWait(t *testing.T, mg client.Object) {
 	})
 }
 
+// noCascade makes the double at url keep a deleted team's service
+// accounts, so that "no team-scoped account left" proves the provider
+// deleted them (a real server may not cascade).
+func noCascade(t *testing.T, url string) {
+	t.Helper()
+	must(t, adminAt(url, http.MethodPut, "/admin/quirks", terdutdouble.Quirks{NoCascade: true}, nil), "turn the double's cascade off")
+}
+
 // freshDouble starts another terdut-server double with no users at all (so
 // only POST /api/bootstrap opens it), logged as terdut-double-NAME, and
 // returns its URL. The leak check covers its keys too.
@@ -167,6 +178,7 @@ func freshDouble(t *testing.T, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.doubles = append(env.doubles, d.URL)
+	addDouble(d.URL)
+	noCascade(t, d.URL)
 	return d.URL
 }

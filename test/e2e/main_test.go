@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,9 +37,13 @@ var env struct {
 	root, run, kubeconfig string
 	kube                  client.Client
 	doubleURL             string
-	doubles               []string // every double's URL, for the leak check
-	admin                 *terdut.Client
-	providerLog           string
+	// doubles are every double's URL, for the leak check (under mu: the
+	// leak watch reads them while tests add to them).
+	mu          sync.Mutex
+	doubles     []string
+	leaks       leakWatch
+	admin       *terdut.Client
+	providerLog string
 	// issued are secrets of doubles already gone (a second stack's), for
 	// the leak check of the suite's output.
 	issued []string
@@ -57,6 +63,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer env.stack.Down(ctx)
+	env.leaks.start()
+	defer env.leaks.stop()
 	return m.Run()
 }
 
@@ -76,12 +84,31 @@ func setup(ctx context.Context) error {
 	}
 	env.root, env.run, env.kubeconfig, env.kube = s.Root, s.Run, s.Kubeconfig, s.Kube
 	env.doubleURL, env.providerLog = s.Double.URL, s.ProviderLog()
-	env.doubles = append(env.doubles, s.Double.URL)
+	addDouble(s.Double.URL)
 	if env.admin, err = stack.NewAdminClient(s.Double); err != nil {
+		return err
+	}
+	// A deleted team's service accounts stay on the double: the provider
+	// must delete what it made (a real server may not cascade).
+	if err := adminAt(env.doubleURL, http.MethodPut, "/admin/quirks", terdutdouble.Quirks{NoCascade: true}, nil); err != nil {
 		return err
 	}
 	fmt.Printf("e2e: stack up in %s (double %s)\n", time.Since(t0).Round(time.Second), env.doubleURL)
 	return nil
+}
+
+// addDouble adds a double's URL to those the leak check covers.
+func addDouble(url string) {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	env.doubles = append(env.doubles, url)
+}
+
+// doubles are the URLs of every double the suite started.
+func doubles() []string {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	return slices.Clone(env.doubles)
 }
 
 // killProvider kills the provider with SIGKILL, as a crash would.

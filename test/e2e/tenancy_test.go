@@ -18,6 +18,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
 // TestTenancy: a fresh server bootstrapped by a ServiceAccount, consent by
@@ -223,7 +224,15 @@ spec:
 			warnings = append(warnings, w.object+": "+w.reason)
 		}
 	}
-	fmt.Printf("    rotation: key %s replaced; failed reconciles seen: %d; warning events since: %d\n", oldKeyID, failed, len(warnings))
+	rotated := &corev1.Secret{}
+	must(t, env.kube.Get(t.Context(), types.NamespacedName{Namespace: "crossplane-system", Name: "tenancy-instance-credentials"}, rotated), "read the rotated Secret")
+	var oldKey, newKey terdutdouble.Verdict
+	must(t, adminAt(url, http.MethodPost, "/admin/verify", map[string]string{"key": string(before.Data["token"])}, &oldKey), "verify the old key")
+	must(t, adminAt(url, http.MethodPost, "/admin/verify", map[string]string{"key": string(rotated.Data["token"])}, &newKey), "verify the new key")
+	fmt.Printf("    rotation: key %s replaced; the old key accepted %t, the new one %t; failed reconciles seen: %d; warning events since: %d\n", oldKeyID, oldKey.Valid, newKey.Valid, failed, len(warnings))
+	if oldKey.Valid || !newKey.Valid {
+		t.Errorf("after the rotation the server accepts the old key: %t, the new key: %t; want only the new one", oldKey.Valid, newKey.Valid)
+	}
 	if failed != 0 || len(warnings) != 0 {
 		t.Fatalf("requests failed during the rotation: %d Synced=False observations, warnings %v", failed, warnings)
 	}
