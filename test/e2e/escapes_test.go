@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
 // TestTenancyEscapes: sixteen ways a tenant might reach what is not theirs.
@@ -161,12 +163,10 @@ spec:
 		if tm := serverTeam(alphaID); tm.Name != "Escape Alpha" {
 			return why, "alpha's team was renamed to " + tm.Name
 		}
-		for _, sw := range state(t).Switches {
-			if sw.ID == switchID && sw.Name != "watchdog" {
-				return why, "alpha's switch was changed"
-			}
+		if harm := alphaIntact(t, alphaID, switchID, inID); harm != "" {
+			return why, harm
 		}
-		if !webhookKeyAccepted(t, alphaIn) || !alphaKey {
+		if !webhookKeyAccepted(t, get(t, alphaIn).(*v1alpha1.Integration)) || !alphaKey {
 			return why, "alpha's integration key no longer works"
 		}
 		return why, ""
@@ -605,6 +605,35 @@ func deletionReconciled(t *testing.T, mg client.Object, route string, then func(
 		return "no " + route + " since the delete"
 	})
 	time.Sleep(2 * time.Second)
+}
+
+// alphaIntact says what of alpha's switch and integration is not as alpha's
+// MRs made them: there, on alpha's team, with the same ID and fields; ""
+// when both are.
+func alphaIntact(t *testing.T, teamID, switchID, inID int64) string {
+	t.Helper()
+	st := state(t)
+	sw := slices.IndexFunc(st.Switches, func(s terdutdouble.StateSwitch) bool { return s.ID == switchID })
+	switch {
+	case sw < 0:
+		return fmt.Sprintf("alpha's switch %d was deleted", switchID)
+	case st.Switches[sw].TeamID != teamID || st.Switches[sw].Name != "watchdog" || st.Switches[sw].Matcher != "alertname=Watchdog" || !sameDuration(st.Switches[sw].Timeout, 15*time.Minute):
+		return fmt.Sprintf("alpha's switch was changed: %+v", st.Switches[sw])
+	}
+	in := slices.IndexFunc(st.Integrations, func(i terdutdouble.StateIntegration) bool { return i.ID == inID })
+	switch {
+	case in < 0:
+		return fmt.Sprintf("alpha's integration %d was deleted", inID)
+	case st.Integrations[in].TeamID != teamID || st.Integrations[in].Name != "am" || st.Integrations[in].Kind != "alertmanager":
+		return fmt.Sprintf("alpha's integration was changed: %+v", st.Integrations[in])
+	}
+	return ""
+}
+
+// sameDuration reports whether a server duration string is d.
+func sameDuration(s string, d time.Duration) bool {
+	v, err := time.ParseDuration(s)
+	return err == nil && v == d
 }
 
 // accountThere reports whether service account id is on the server.
