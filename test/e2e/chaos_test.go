@@ -57,6 +57,9 @@ func TestChaos(t *testing.T) {
 	ready(t, sa)
 
 	var fleets []fleet
+	// missed are the trials whose kill point never came: they tested a
+	// random kill, not the one they were drawn for.
+	var missed []string
 	var totals struct{ duplicates, stuck, lost, refused, leaked, orphaned int }
 	for k := 1; k <= trials; k++ {
 		cur := fleet{ns: fmt.Sprintf("chaos-%d", k), teams: 10, pc: "default"}
@@ -91,6 +94,7 @@ func TestChaos(t *testing.T) {
 			how = "after a committed POST " + route
 			if !waitFor(30*time.Second, func() bool { return counters(t)["POST "+route] > posts }) {
 				how = "no POST " + route + " came within 30 s; killed then"
+				missed = append(missed, fmt.Sprintf("trial %d: no POST %s within 30 s", k, route))
 			}
 		} else {
 			time.Sleep(time.Duration(rng.Int64N(int64(6 * time.Second))))
@@ -132,7 +136,12 @@ func TestChaos(t *testing.T) {
 		if prev != nil {
 			pc := count(t, &st, *prev)
 			lost = append(lost, pc.missing...)
-			lost = append(lost, changedIDs(before, pc, "Integration "+prev.ns+"/t0-am")...)
+			// t0-am's kind changed: count found it only with the new kind; its
+		// ID must have changed with it (the kind cannot change in place).
+		lost = append(lost, changedIDs(before, pc, "Integration "+prev.ns+"/t0-am")...)
+		if mr := "Integration " + prev.ns + "/t0-am"; pc.ids[mr] == before.ids[mr] {
+			lost = append(lost, mr+": kind changed, but the same integration "+pc.ids[mr])
+		}
 			refused = append(refused, pc.refused...)
 			dups += pc.duplicates
 		}
@@ -175,6 +184,9 @@ func TestChaos(t *testing.T) {
 	fmt.Printf("    %d trials, %d duplicates, %d stuck, %d lost (%d leaked, %d Secrets refused), orphaned valid keys %d in %s\n", trials, totals.duplicates, totals.stuck, totals.lost, totals.leaked, totals.refused, totals.orphaned, time.Since(start).Round(time.Second))
 	if totals.duplicates+totals.stuck+totals.lost+totals.leaked+totals.refused+totals.orphaned != 0 {
 		t.Errorf("crash trials found %+v", totals)
+	}
+	if len(missed) > 0 {
+		t.Errorf("%d trials missed their kill point: %v", len(missed), missed)
 	}
 	for _, f := range fleets[max(0, len(fleets)-2):] {
 		if _, err := kubectlOut(nil, "-n", f.ns, "delete", "team,escalationpolicy,deadmanswitch,integration", "--all", "--wait=false"); err != nil {

@@ -190,7 +190,8 @@ type census struct {
 }
 
 // count checks every MR of f against the server: exactly one object per MR
-// (by its natural key), and every webhook Secret's key accepted.
+// (by its natural key; an integration of its spec's kind), and every webhook
+// Secret's key accepted.
 func count(t *testing.T, d *terdutdouble.State, f fleet) census {
 	t.Helper()
 	c := census{ids: map[string]string{}}
@@ -228,13 +229,19 @@ func count(t *testing.T, d *terdutdouble.State, f fleet) census {
 			c.tally(name(mg), n)
 		case *v1alpha1.Integration:
 			team, _ := strings.CutSuffix(cr.Name, "-am")
-			n := 0
+			n, kind := 0, false
 			for _, in := range d.Integrations {
 				if in.TeamID == teamOf[team] && in.Name == cr.Spec.ForProvider.Name {
 					n++
+					kind = kind || in.Kind == cr.Spec.ForProvider.Kind
 				}
 			}
 			c.tally(name(mg), n)
+			if n > 0 && !kind {
+				// The kind cannot change in place: an integration of the
+				// old kind is one the spec no longer describes.
+				c.missing = append(c.missing, fmt.Sprintf("%s: no integration of kind %s on the server", name(mg), cr.Spec.ForProvider.Kind))
+			}
 			if !webhookKeyAccepted(t, cr) {
 				c.refused = append(c.refused, cr.Namespace+"/"+cr.Spec.WriteConnectionSecretToReference.Name)
 			}
