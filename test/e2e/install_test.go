@@ -120,10 +120,8 @@ spec:
 	})
 	trace := in.trace()
 	fmt.Printf("    $ crossplane beta trace terdutteam web -n team-a\n%s", indent(trace))
-	for _, l := range strings.Split(strings.TrimSpace(trace), "\n")[1:] {
-		if f := strings.Fields(l); len(f) < 4 || !strings.Contains(l, "True") {
-			t.Errorf("trace line not Synced and Ready: %s", l)
-		}
+	if bad := notSyncedAndReady(trace, 7); len(bad) > 0 {
+		t.Errorf("crossplane beta trace: %v", bad)
 	}
 	before := in.serverCounts()
 
@@ -136,15 +134,29 @@ spec:
 	}
 	in.runRevisions("v0.0.2")
 	in.healthy("v0.0.2")
-	in.wait("every MR Ready after the upgrade", 3*time.Minute, func() string {
-		out, err := s.Kubectl(ctx, nil, "get", "managed", "-A", "--no-headers")
+	// The MRs still show what v0.0.1 wrote: wait for v0.0.2 to read every
+	// object of the team twice, then for every MR Ready for its generation.
+	st, err := s.Double.State(ctx)
+	if err != nil || len(st.Teams) != 1 {
+		t.Fatalf("the double holds %d teams (%v), want the claim's one", len(st.Teams), err)
+	}
+	id := st.Teams[0].ID
+	polledAt(t, s.Double.URL, 2, "/api/teams", fmt.Sprintf("/api/teams/%d/escalation", id), fmt.Sprintf("/api/teams/%d/deadman/switches", id), fmt.Sprintf("/api/teams/%d/integrations", id))
+	in.wait("every MR Ready for its generation after the upgrade", 3*time.Minute, func() string {
+		out, err := s.Kubectl(ctx, nil, "get", "managed", "-A", "-o",
+			`jsonpath={range .items[*]}{.kind}/{.metadata.name} {.metadata.generation} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].observedGeneration} {.status.conditions[?(@.type=="Synced")].status} {.status.conditions[?(@.type=="Synced")].observedGeneration}{"\n"}{end}`)
 		if err != nil {
 			return err.Error()
 		}
+		n := 0
 		for l := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
-			if f := strings.Fields(l); len(f) < 4 || f[2] != "True" || f[3] != "True" {
-				return "not Ready: " + l
+			n++
+			if f := strings.Fields(l); len(f) != 6 || f[2] != "True" || f[3] != f[1] || f[4] != "True" || f[5] != f[1] {
+				return "not Ready and Synced for its generation (name, generation, Ready, its generation, Synced, its generation): " + l
 			}
+		}
+		if n < 5 {
+			return fmt.Sprintf("%d MRs, want the team's 5 and its ServiceAccount", n)
 		}
 		return ""
 	})
@@ -382,6 +394,46 @@ func (in *installer) owned() {
 		}
 	}
 	fmt.Printf("    MRDs (safe-start, activated by ManagedResourceActivationPolicy terdut): %s\n", strings.TrimSpace(mrdStates))
+}
+
+// notSyncedAndReady reads `crossplane beta trace` output by its header's
+// columns and lists each line whose SYNCED or READY is not True, and a tree
+// of other than want lines.
+func notSyncedAndReady(trace string, want int) []string {
+	lines := strings.Split(strings.TrimSpace(trace), "\n")
+	head := []rune(lines[0])
+	col := func(name string) int {
+		i := strings.Index(lines[0], name)
+		if i < 0 {
+			return -1
+		}
+		return len([]rune(lines[0][:i]))
+	}
+	synced, ready := col("SYNCED"), col("READY")
+	if synced < 0 || ready < 0 {
+		return []string{"no SYNCED and READY columns in " + string(head)}
+	}
+	cell := func(l []rune, at int) string {
+		if at >= len(l) {
+			return ""
+		}
+		f := strings.Fields(string(l[at:]))
+		if len(f) == 0 {
+			return ""
+		}
+		return f[0]
+	}
+	var bad []string
+	for _, l := range lines[1:] {
+		r := []rune(l)
+		if cell(r, synced) != "True" || cell(r, ready) != "True" {
+			bad = append(bad, "not Synced and Ready: "+l)
+		}
+	}
+	if len(lines)-1 != want {
+		bad = append(bad, fmt.Sprintf("%d objects in the tree, want %d", len(lines)-1, want))
+	}
+	return bad
 }
 
 // trace runs `crossplane beta trace` on the claim.

@@ -161,25 +161,35 @@ func counters(t *testing.T) map[string]int {
 	return c
 }
 
-// pathCounters are the requests the suite's double received, by "METHOD
+// pathCounters are the requests the double at url received, by "METHOD
 // /path" as sent.
-func pathCounters(t *testing.T) map[string]int {
+func pathCounters(t *testing.T, url string) map[string]int {
 	t.Helper()
 	var c map[string]int
-	must(t, admin(http.MethodGet, "/admin/paths", nil, &c), "read the double's path counters")
+	must(t, adminAt(url, http.MethodGet, "/admin/paths", nil, &c), "read the double's path counters")
 	return c
 }
 
 // polled waits until the provider read path (GET, as sent, e.g.
-// /api/teams/7/deadman/switches) n more times from now: the reconciles a
-// "nothing happened" check means have run, instead of a sleep that hopes so.
+// /api/teams/7/deadman/switches) of the suite's double n more times from
+// now: the reconciles a "nothing happened" check means have run, instead of
+// a sleep that hopes so.
 func polled(t *testing.T, path string, n int) {
 	t.Helper()
-	key := http.MethodGet + " " + path
-	from := pathCounters(t)[key]
-	eventually(t, 90*time.Second, fmt.Sprintf("%d more reads of %s", n, path), func() string {
-		if got := pathCounters(t)[key] - from; got < n {
-			return fmt.Sprintf("%d reads so far", got)
+	polledAt(t, env.doubleURL, n, path)
+}
+
+// polledAt waits until the double at url answered n more GETs of every one
+// of paths from now.
+func polledAt(t *testing.T, url string, n int, paths ...string) {
+	t.Helper()
+	from := pathCounters(t, url)
+	eventually(t, 90*time.Second, fmt.Sprintf("%d more reads of %v", n, paths), func() string {
+		now := pathCounters(t, url)
+		for _, p := range paths {
+			if got := now[http.MethodGet+" "+p] - from[http.MethodGet+" "+p]; got < n {
+				return fmt.Sprintf("%d reads of %s so far", got, p)
+			}
 		}
 		return ""
 	})
