@@ -32,7 +32,8 @@ var heldRoutes = []string{"/api/teams", "/api/teams/{id}/deadman/switches", "/ap
 // (a key rotation), requests a rotation of an instance ServiceAccount's key
 // and deletes the fleet of two trials ago, and kills the provider (SIGKILL)
 // at a random moment or right after the double committed a POST whose answer
-// it holds; then restarts it. After each trial: exactly one server object
+// it holds; then restarts it. Half the trials run on a quirky server (lists
+// reordered and one short, reads as before an update). After each trial: exactly one server object
 // per MR, no MR stuck, no object lost or silently replaced, and every key in
 // a Secret accepted by the server. CHAOS_TRIALS sets the number of trials
 // (10 in make e2e, 100 in make chaos).
@@ -81,6 +82,13 @@ func TestChaos(t *testing.T) {
 			route = heldRoutes[rng.IntN(len(heldRoutes))]
 			fault(t, terdutdouble.Fault{Method: http.MethodPost, Route: route, Commit: true, Delay: terdutdouble.Duration(time.Minute), Times: 1})
 		}
+		quirky := rng.IntN(2) == 0
+		if quirky {
+			// For 30 s (less than --absence-confirmation) lists come
+			// reordered and one item short, and objects read as they were
+			// up to 20 s before their update.
+			must(t, admin(http.MethodPut, "/admin/quirks", terdutdouble.Quirks{Reorder: true, ShortLists: true, Stale: terdutdouble.Duration(20 * time.Second), For: terdutdouble.Duration(30 * time.Second), NoCascade: true}, nil), "make the double quirky")
+		}
 		posts := counters(t)["POST "+route]
 		apply(t, y)
 		if len(fleets) > 1 {
@@ -100,6 +108,9 @@ func TestChaos(t *testing.T) {
 			time.Sleep(time.Duration(rng.Int64N(int64(6 * time.Second))))
 		}
 		at := time.Since(applied)
+		if quirky {
+			how += ", on a quirky server"
+		}
 		killProvider()
 		clearFaults(t)
 		if err := startProvider(); err != nil {
