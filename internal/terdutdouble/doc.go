@@ -18,8 +18,11 @@
 //     PUT of an empty policy;
 //   - users, service accounts, key minting and revocation.
 //
-// For tests it adds per-route request counters, fault injection (a status
-// code, latency, "commit then fail", and 404 for a while after create) and
-// an admin API under /admin/ (no auth: the double binds to loopback only) to
-// read the counters and to change state behind a provider's back.
+// For tests it adds request counters (per route and per path as sent),
+// fault injection (a status code, latency, "commit then fail", and 404 for a
+// while after create), quirks a real server may have behind a 200 (lists
+// reordered or cut short, objects read as before their last update, a team
+// delete that keeps the team's service accounts) and an admin API under
+// /admin/ (no auth: the double binds to loopback only) to read the counters
+// and to change state behind a provider's back.
 package terdutdouble
