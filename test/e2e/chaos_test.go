@@ -272,9 +272,19 @@ func keySecrets(t *testing.T) (held map[int64]bool, refused []string) {
 func leftOnServer(t *testing.T, f fleet) []string {
 	t.Helper()
 	var out []string
-	for _, tm := range state(t).Teams {
+	st := state(t)
+	teams := map[int64]bool{}
+	for _, tm := range st.Teams {
+		teams[tm.ID] = true
 		if strings.HasPrefix(tm.Name, f.ns+" team ") {
 			out = append(out, fmt.Sprintf("team %d %q of deleted fleet %s is left on the server", tm.ID, tm.Name, f.ns))
+		}
+	}
+	// The double keeps a deleted team's service accounts: the provider
+	// deletes its team-key accounts itself, or their keys stay valid.
+	for _, a := range st.ServiceAccounts {
+		if a.TeamID != nil && !teams[*a.TeamID] {
+			out = append(out, fmt.Sprintf("service account %d %q of deleted team %d is left on the server with %d keys", a.ID, a.Name, *a.TeamID, len(a.KeyIDs)))
 		}
 	}
 	return out
