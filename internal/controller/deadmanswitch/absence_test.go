@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
@@ -68,5 +70,44 @@ func TestAPredecessorThatReturnsIsSaid(t *testing.T) {
 	reconcile()
 	if !slices.Contains(rec.Reasons(), generic.ReasonPredecessorReturned) {
 		t.Errorf("events %v: the old switch is back and two exist, but nothing says so", rec.Reasons())
+	}
+}
+
+// A switch being deleted that a list omits (a list one item short, here for
+// 30 s) is no more gone than a live one's: the MR must not let go before its
+// DELETE reached the server or the absence is confirmed, or the switch stays
+// on the server with no MR.
+func TestADeletedSwitchAListOmitsIsDeletedAllTheSame(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	id := seed(t, f, teamID, onServer())
+	cr := sw(teamID, withID(id))
+	cr.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	f.Server.SetQuirks(terdutdouble.Quirks{ShortLists: true})
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	// The runtime's deletion loop: Observe; Delete while it exists; the
+	// finalizer goes once Observe says it does not.
+	for range 20 {
+		now = now.Add(2 * time.Second)
+		if now.Sub(time.Date(2026, 12, 4, 9, 0, 30, 0, time.UTC)) > 0 {
+			f.Server.SetQuirks(terdutdouble.Quirks{})
+		}
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.Server.Snapshot().Switches); n != 0 {
+		t.Errorf("the MR let go with %d switches left on the server", n)
 	}
 }

@@ -259,6 +259,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	if err := e.api.DeleteDeadmanSwitch(ctx, teamID, id); err != nil && !terdut.IsNotFound(err) {
 		return managed.ExternalDelete{}, errors.Wrap(err, errDeleteSwitch)
 	}
+	e.absence.Deleted(cr, id)
 	return managed.ExternalDelete{}, nil
 }
 

@@ -36,6 +36,9 @@ type Absence struct {
 
 	mu sync.Mutex
 	m  map[absent]missing
+	// deleted are the objects whose DELETE the server answered (2xx or
+	// 404): only for those may a list's silence end a deletion at once.
+	deleted map[absent]bool
 }
 
 // absent names what an MR is confirming: its object id, or (0) nothing of
@@ -56,7 +59,7 @@ type missing struct {
 
 // NewAbsence confirms absences after wait (zero: at once).
 func NewAbsence(wait time.Duration) *Absence {
-	return &Absence{Wait: wait, m: map[absent]missing{}}
+	return &Absence{Wait: wait, m: map[absent]missing{}, deleted: map[absent]bool{}}
 }
 
 func (a *Absence) now() time.Time {
@@ -133,6 +136,31 @@ func (a *Absence) Confirmed(mg resource.Managed, id int64) {
 	a.m[k] = m
 }
 
+// Deleted records that the server answered the DELETE of mg's object id
+// (2xx, or 404): a list that no longer shows it is believed at once.
+func (a *Absence) Deleted(mg resource.Managed, id int64) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.deleted == nil {
+		a.deleted = map[absent]bool{}
+	}
+	a.deleted[absent{uid: mg.GetUID(), id: id}] = true
+}
+
+// deleteAnswered reports whether Deleted was recorded for mg's object id. A
+// nil Absence (confirm at once) answers true.
+func (a *Absence) deleteAnswered(mg resource.Managed, id int64) bool {
+	if a == nil {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.deleted[absent{uid: mg.GetUID(), id: id}]
+}
+
 // Seen forgets a confirmation of mg's object id (0: by name): it was seen.
 func (a *Absence) Seen(mg resource.Managed, id int64) {
 	if a == nil {
@@ -155,6 +183,11 @@ func (a *Absence) Done(mg resource.Managed) {
 			delete(a.m, k)
 		}
 	}
+	for k := range a.deleted {
+		if k.uid == mg.GetUID() {
+			delete(a.deleted, k)
+		}
+	}
 }
 
 // Pending is how many confirmations are under way.
@@ -169,12 +202,13 @@ func (a *Absence) Pending() int {
 
 // Reread is what Observe does when its team's list does not show mg's
 // object id (what, e.g. "integration"): it waits the absence out (an MR
-// being deleted does not: our own DELETE may be why it is missing), then
-// reads the list afresh with fresh. It returns the object when the fresh
-// list shows it, and nil once its absence is confirmed; read errors are
-// wrapped with errList, and a 404 (the team gone) is an empty list.
+// being deleted whose DELETE the server answered does not: that DELETE is
+// why it is missing), then reads the list afresh with fresh. It returns the
+// object when the fresh list shows it, and nil once its absence is
+// confirmed; read errors are wrapped with errList, and a 404 (the team gone)
+// is an empty list.
 func Reread[T any](ctx context.Context, a *Absence, mg resource.Managed, what string, id int64, fresh func(context.Context) ([]T, error), match func(T) bool, errList string) (*T, error) {
-	if !meta.WasDeleted(mg) {
+	if !meta.WasDeleted(mg) || !a.deleteAnswered(mg, id) {
 		if err := a.Missing(mg, what, id); err != nil {
 			return nil, err
 		}

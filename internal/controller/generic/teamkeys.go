@@ -2,6 +2,7 @@ package generic
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -420,7 +421,7 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: SecretName(cfg, teamID)}}
 	}
 	if s.Annotations[AnnotationMinting] != "" {
-		if err := k.resetAccount(ctx, instance, teamID); err != nil {
+		if err := k.resetAccount(ctx, instance, teamID, s); err != nil {
 			return "", err
 		}
 	}
@@ -500,20 +501,25 @@ func (k *TeamKeys) write(ctx context.Context, s *corev1.Secret) error {
 }
 
 // resetAccount deletes the team's key account (and so every key on it),
-// after a mint whose key may have been made and never written.
-func (k *TeamKeys) resetAccount(ctx context.Context, instance *terdut.Client, teamID int64) error {
+// after a mint whose key may have been made and never written: the account
+// found by its name, or else the one the Secret s marked (a lookup by name
+// that misses it is no proof it is gone).
+func (k *TeamKeys) resetAccount(ctx context.Context, instance *terdut.Client, teamID int64, s *corev1.Secret) error {
 	sa, err := instance.GetServiceAccountByName(ctx, AccountName(teamID))
 	if err != nil {
 		return errors.Wrapf(err, errRevokeTeamKey, teamID)
 	}
-	if sa == nil {
-		return nil
+	var accounts []int64
+	if sa != nil {
+		if err := teamAccountFits(teamID)(sa); err != nil {
+			return err
+		}
+		accounts = append(accounts, sa.ID)
 	}
-	if err := teamAccountFits(teamID)(sa); err != nil {
-		return err
-	}
-	if err := instance.DeleteServiceAccount(ctx, sa.ID); err != nil && !terdut.IsNotFound(err) {
-		return errors.Wrapf(err, errRevokeTeamKey, teamID)
+	for _, id := range dedupe(append(accounts, recordedAccounts(s)...)) {
+		if err := instance.DeleteServiceAccount(ctx, id); err != nil && !terdut.IsNotFound(err) {
+			return errors.Wrapf(err, errRevokeTeamKey, teamID)
+		}
 	}
 	return nil
 }
@@ -614,22 +620,56 @@ func (k *TeamKeys) Revoke(ctx context.Context, cfg Config, instance *terdut.Clie
 	if err != nil {
 		return errors.Wrapf(err, errRevokeTeamKey, teamID)
 	}
+	var accounts []int64
 	if sa != nil {
-		if err := instance.DeleteServiceAccount(ctx, sa.ID); err != nil && !terdut.IsNotFound(err) {
-			return errors.Wrapf(err, errRevokeTeamKey, teamID)
-		}
+		accounts = append(accounts, sa.ID)
 	}
+	var secrets []*corev1.Secret
 	for _, name := range []string{SecretName(cfg, teamID), legacySecretName(cfg, teamID)} {
 		s, err := k.secretNamed(ctx, k.Kube, cfg, name)
 		if err != nil {
 			return err
 		}
-		if s == nil {
-			continue
+		if s != nil {
+			secrets = append(secrets, s)
+			accounts = append(accounts, recordedAccounts(s)...)
 		}
+	}
+	// NOTE: the accounts the Secrets record too: a lookup by name that
+	// misses the account (a list cut short, an index behind) is no proof
+	// it is gone, and the Secret goes only once its accounts have.
+	for _, id := range dedupe(accounts) {
+		if err := instance.DeleteServiceAccount(ctx, id); err != nil && !terdut.IsNotFound(err) {
+			return errors.Wrapf(err, errRevokeTeamKey, teamID)
+		}
+	}
+	for _, s := range secrets {
 		if err := k.Kube.Delete(ctx, s); err != nil && !kerrors.IsNotFound(err) {
 			return errors.Wrapf(err, errWriteTeamKey, k.Namespace, s.Name)
 		}
 	}
 	return nil
+}
+
+// recordedAccounts are the service accounts a team-key Secret names: the one
+// its key is on, and the one a mint under way marked.
+func recordedAccounts(s *corev1.Secret) []int64 {
+	var out []int64
+	for _, v := range []string{string(s.Data[keyAccountID]), s.Annotations[AnnotationMinting]} {
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil && id > 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// dedupe keeps the first of each ID.
+func dedupe(ids []int64) []int64 {
+	var out []int64
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

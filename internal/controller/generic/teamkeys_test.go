@@ -634,3 +634,35 @@ func oneTeam(t *testing.T) (*terdutdouble.Server, *terdut.Client, *terdut.Team, 
 	cfg.Spec.Endpoint = hs.URL
 	return double, instance, team, cfg
 }
+
+// A name lookup that misses the team's key account (a list one item short,
+// an index behind) is no proof the account is gone: Revoke must not let the
+// Team go with the account, and its keys, left valid on the server.
+func TestRevokeDoesNotTrustALookupThatMissesTheAccount(t *testing.T) {
+	double := terdutdouble.New(terdutdouble.Options{AdminKey: "tdk_instance"})
+	hs := httptest.NewServer(double.Handler())
+	defer hs.Close()
+	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
+	team, _ := instance.CreateTeam(t.Context(), "Platform")
+	kube := fakeBuilder(t).Build()
+	k := &TeamKeys{Kube: kube, Namespace: "crossplane-system"}
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg.Spec.Endpoint = hs.URL
+	if _, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"}, instance, team.ID, mayMint); err != nil {
+		t.Fatalf("Options: %v", err)
+	}
+	double.SetQuirks(terdutdouble.Quirks{ShortLists: true})
+	err := k.Revoke(t.Context(), cfg, instance, team.ID)
+	double.SetQuirks(terdutdouble.Quirks{})
+	left := len(double.Snapshot().ServiceAccounts)
+	if err == nil && left != 0 {
+		t.Fatalf("Revoke succeeded with %d service accounts left on the server: the team's key stays valid", left)
+	}
+	if err != nil {
+		// Refused for now: the next try, with a lookup that tells the
+		// truth, deletes it.
+		if err := k.Revoke(t.Context(), cfg, instance, team.ID); err != nil || len(double.Snapshot().ServiceAccounts) != 0 {
+			t.Fatalf("the retried Revoke: %v, %d accounts left", err, len(double.Snapshot().ServiceAccounts))
+		}
+	}
+}

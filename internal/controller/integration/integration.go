@@ -394,6 +394,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.Integration) (manage
 	if err := e.api.DeleteIntegration(ctx, teamID, id); err != nil && !terdut.IsNotFound(err) {
 		return managed.ExternalDelete{}, errors.Wrap(err, errDeleteIntegration)
 	}
+	e.absence.Deleted(cr, id)
 	return managed.ExternalDelete{}, nil
 }
 

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"net/http"
 	"slices"
 	"testing"
@@ -133,5 +134,42 @@ func TestALyingListMakesNoNewKey(t *testing.T) {
 	}
 	if id, _, _ := generic.ExternalID(cr); id == s.id || !slices.Contains(rec.Reasons(), string(generic.ReasonKeyRotated)) {
 		t.Errorf("external name %d, events %v: want a new integration and a KeyRotated Warning", id, rec.Reasons())
+	}
+}
+
+// An Integration being deleted that a list omits (one item short, for 30 s)
+// must still DELETE it: one that let go on the list's word would leave a
+// webhook that keeps working with no MR.
+func TestADeletedIntegrationAListOmitsIsDeletedAllTheSame(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	s := seed(t, f, teamID)
+	cr := integ(teamID, withID(s.id))
+	cr.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	start := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	now := start
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: kube(t, s.secret), record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
+	f.Server.SetQuirks(terdutdouble.Quirks{ShortLists: true})
+	for range 20 {
+		now = now.Add(2 * time.Second)
+		if now.Sub(start) > 30*time.Second {
+			f.Server.SetQuirks(terdutdouble.Quirks{})
+		}
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.Server.Snapshot().Integrations); n != 0 {
+		t.Errorf("the MR let go with %d integrations left on the server", n)
 	}
 }
