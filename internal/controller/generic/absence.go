@@ -150,6 +150,17 @@ func (a *Absence) Deleted(mg resource.Managed, id int64) {
 	a.deleted[absent{uid: mg.GetUID(), id: id}] = true
 }
 
+// MissingWhileDeleting is Missing for an object an MR being deleted no
+// longer finds: nil at once when the server answered the MR's DELETE of id,
+// otherwise the absence is waited out as for a live MR (a lookup can omit
+// what exists, and an MR that let go on its word leaves the object behind).
+func (a *Absence) MissingWhileDeleting(mg resource.Managed, what string, id int64) error {
+	if a.deleteAnswered(mg, id) {
+		return nil
+	}
+	return a.Missing(mg, what, id)
+}
+
 // deleteAnswered reports whether Deleted was recorded for mg's object id. A
 // nil Absence (confirm at once) answers true.
 func (a *Absence) deleteAnswered(mg resource.Managed, id int64) bool {

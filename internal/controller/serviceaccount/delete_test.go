@@ -2,6 +2,7 @@ package serviceaccount
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,5 +135,36 @@ func TestDeletingNeverRemovesAnAccountOfAnotherScope(t *testing.T) {
 	}
 	if n := len(f.double.Snapshot().ServiceAccounts); n != 2 {
 		t.Errorf("%d accounts left, want 2: the instance account and the other team's", n)
+	}
+}
+
+// A lookup by name that misses the account (a list one item short) while
+// the MR is deleted must not let it go with the account, and its key, left
+// on the server: the absence is waited out, and the account deleted.
+func TestADeletedAccountALookupMissesIsDeletedAllTheSame(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	if err := f.reconcile(t, cr); err != nil {
+		t.Fatal(err)
+	}
+	now := f.now
+	f.e.absence = generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	f.e.absence.Clock = func() time.Time { return now }
+	f.double.SetQuirks(terdutdouble.Quirks{ShortLists: true})
+	for i := range 30 {
+		now = now.Add(2 * time.Second)
+		if i == 15 {
+			f.double.SetQuirks(terdutdouble.Quirks{})
+		}
+		if err := f.delete(t, cr); err != nil {
+			continue
+		}
+		f.e.observed = nil
+		if o, err := f.e.Observe(t.Context(), cr); err == nil && !o.ResourceExists {
+			break
+		}
+	}
+	if n := len(f.double.Snapshot().ServiceAccounts); n != 0 {
+		t.Errorf("the MR let go with %d accounts left on the server", n)
 	}
 }

@@ -149,7 +149,7 @@ func instanceScopeAtHome(providerNamespace string) generic.Gate[*v1alpha1.Servic
 
 // New returns a ServiceAccount's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.ServiceAccount] {
-	e := &external{pc: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adopter: d.Adopter, now: time.Now}
+	e := &external{pc: d.Client, kube: d.Kube, reader: d.Reader, record: d.Record, adopter: d.Adopter, now: time.Now, absence: d.Absence}
 	if d.Conn != nil {
 		e.endpoint = d.Conn.Endpoint()
 		e.pcAuthenticated = d.Conn.Authenticated()
@@ -177,6 +177,9 @@ type external struct {
 	now      func() time.Time
 
 	observed *terdut.ServiceAccount
+	// absence confirms that an account a lookup by name no longer finds
+	// is gone before an MR being deleted lets go of it (nil: at once).
+	absence *generic.Absence
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.ServiceAccount] = (*external)(nil)
@@ -203,15 +206,25 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 		return managed.ExternalObservation{}, err
 	}
 	sa, err := c.GetServiceAccountByName(ctx, cr.Spec.ForProvider.Name)
-	if e.ownKeyDied(cr, ks, err) {
+	died := e.ownKeyDied(cr, ks, err)
+	if died {
 		sa, err = nil, nil
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errLookup)
 	}
+	if sa == nil && meta.WasDeleted(cr) && !died {
+		// NOTE: a lookup by name that misses the account (a list cut
+		// short, an index behind) is no proof it is gone: letting go on
+		// its word would leave the account, and its key, on the server.
+		if sa, err = e.confirmGone(ctx, c, cr, id); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	}
 	if sa == nil || sa.ID != id {
 		return e.leftBehind(ctx, cr)
 	}
+	e.absence.Seen(cr, id)
 	if err := fits(cr, sa); err != nil {
 		// NOTE: a hand-set external name may name an account of this
 		// name but of another scope or team (an instance account made by
@@ -389,6 +402,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	if err != nil && !terdut.IsNotFound(err) && !e.ownKeyDied(cr, ks, err) {
 		return managed.ExternalDelete{}, errors.Wrap(err, errDelete)
 	}
+	e.absence.Deleted(cr, id)
 	return managed.ExternalDelete{}, e.deleteCheckpoint(ctx, cr)
 }
 
@@ -418,6 +432,23 @@ func (e *external) leftBehind(ctx context.Context, cr *v1alpha1.ServiceAccount) 
 	}
 	cp, err := e.checkpoint(ctx, e.reader, cr)
 	return managed.ExternalObservation{ResourceExists: cp != nil, ResourceUpToDate: true}, err
+}
+
+// confirmGone waits out the absence of account id that a lookup by name of
+// an MR being deleted missed, then looks again: the account when that look
+// finds it, nil once its absence is confirmed.
+func (e *external) confirmGone(ctx context.Context, c api, cr *v1alpha1.ServiceAccount, id int64) (*terdut.ServiceAccount, error) {
+	if err := e.absence.MissingWhileDeleting(cr, "service account", id); err != nil {
+		return nil, err
+	}
+	sa, err := c.GetServiceAccountByName(ctx, cr.Spec.ForProvider.Name)
+	if err != nil {
+		return nil, errors.Wrap(err, errLookup)
+	}
+	if sa == nil {
+		e.absence.Confirmed(cr, id)
+	}
+	return sa, nil
 }
 
 // Disconnect does nothing: the client is cached and shared.
