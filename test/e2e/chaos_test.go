@@ -118,6 +118,10 @@ func TestChaos(t *testing.T) {
 		}
 
 		took, stuck := waitFleet(t, cur, 150*time.Second)
+		// The MRs may still show what the killed provider wrote: the
+		// census counts once the restarted one has read every team's
+		// objects.
+		polledAt(t, env.doubleURL, 1, teamPaths(t, cur)...)
 		if prev != nil {
 			// NOTE: a kill right after the committed POST of the previous
 			// fleet's kind change leaves its integration under the old ID,
@@ -210,6 +214,21 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	deleteAndWait(t, sa)
+}
+
+// teamPaths are the paths the provider reads to observe the objects of a
+// fleet's teams on the server.
+func teamPaths(t *testing.T, f fleet) []string {
+	t.Helper()
+	var out []string
+	for _, tm := range state(t).Teams {
+		if strings.HasPrefix(tm.Name, f.ns+" team ") {
+			for _, p := range []string{"escalation", "deadman/switches", "integrations"} {
+				out = append(out, fmt.Sprintf("/api/teams/%d/%s", tm.ID, p))
+			}
+		}
+	}
+	return out
 }
 
 func perMR(duplicates int) string {

@@ -119,9 +119,9 @@ func notReady(ctx context.Context, ns string, want int) ([]string, error) {
 	}
 	var out []string
 	for _, mg := range mrs {
-		why := conditionIs(mg, xpv2.TypeReady, corev1.ConditionTrue, "", time.Time{})
+		why := conditionIs(mg, xpv2.TypeReady, corev1.ConditionTrue, "")
 		if why == "" {
-			why = conditionIs(mg, xpv2.TypeSynced, corev1.ConditionTrue, "", time.Time{})
+			why = conditionIs(mg, xpv2.TypeSynced, corev1.ConditionTrue, "")
 		}
 		if why != "" {
 			out = append(out, fmt.Sprintf("%s (%s)", name(mg), firstLine(why)))

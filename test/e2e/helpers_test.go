@@ -95,34 +95,23 @@ func ready(t *testing.T, mg resource.Managed) resource.Managed {
 // not satisfy it.
 func condition(t *testing.T, mg resource.Managed, ct xpv2.ConditionType, s corev1.ConditionStatus, r xpv2.ConditionReason) {
 	t.Helper()
-	conditionSince(t, mg, ct, s, r, time.Time{})
-}
-
-// conditionSince is condition for a change the spec does not show (a label,
-// a fault, the server's state): the condition must also have been entered
-// at or after since (to the second: lastTransitionTime has no finer grain).
-func conditionSince(t *testing.T, mg resource.Managed, ct xpv2.ConditionType, s corev1.ConditionStatus, r xpv2.ConditionReason, since time.Time) {
-	t.Helper()
 	eventually(t, 60*time.Second, fmt.Sprintf("%s %s=%s %s", mg.GetName(), ct, s, r), func() string {
 		if err := env.kube.Get(t.Context(), types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}, mg); err != nil {
 			return err.Error()
 		}
-		return conditionIs(mg, ct, s, r, since)
+		return conditionIs(mg, ct, s, r)
 	})
 }
 
 // conditionIs says why mg's condition ct is not (yet) status s with reason
-// r (any, when empty), written for mg's current generation and entered at or
-// after since; "" when it is.
-func conditionIs(mg resource.Managed, ct xpv2.ConditionType, s corev1.ConditionStatus, r xpv2.ConditionReason, since time.Time) string {
+// r (any, when empty), written for mg's current generation; "" when it is.
+func conditionIs(mg resource.Managed, ct xpv2.ConditionType, s corev1.ConditionStatus, r xpv2.ConditionReason) string {
 	c := mg.GetCondition(ct)
 	switch {
 	case c.Status != s || (r != "" && c.Reason != r):
 		return fmt.Sprintf("%s is %s (%s): %s", ct, c.Status, c.Reason, c.Message)
 	case c.ObservedGeneration != mg.GetGeneration():
 		return fmt.Sprintf("%s %s was written for generation %d; the spec is at %d", ct, c.Status, c.ObservedGeneration, mg.GetGeneration())
-	case c.LastTransitionTime.Time.Before(since.Truncate(time.Second)):
-		return fmt.Sprintf("%s %s since %s, before the change at %s", ct, c.Status, c.LastTransitionTime.Format(time.RFC3339), since.Format(time.RFC3339))
 	}
 	return ""
 }
