@@ -66,7 +66,7 @@ func listed[T any](s *Server, out []T) []T {
 		return out
 	}
 	if s.quirks.Reorder {
-		rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] }) //nolint:gosec // Fault injection needs no cryptographic randomness.
+		rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	}
 	if s.quirks.ShortLists && len(out) > 0 {
 		out = out[:len(out)-1]

@@ -55,7 +55,8 @@ func TestListsReorderAndEndEarly(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	s, c, _ := serve(t, Options{AdminKey: "tdk_admin", Now: clk.now})
 	ctx := t.Context()
-	want := []int64{1} // the admin
+	want := make([]int64, 0, 7)
+	want = append(want, 1) // the admin
 	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
 		want = append(want, s.AddUser(n).ID)
 	}

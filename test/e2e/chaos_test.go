@@ -151,12 +151,13 @@ func TestChaos(t *testing.T) {
 		if prev != nil {
 			pc := count(t, &st, *prev)
 			lost = append(lost, pc.missing...)
-			// t0-am's kind changed: count found it only with the new kind; its
-		// ID must have changed with it (the kind cannot change in place).
-		lost = append(lost, changedIDs(before, pc, "Integration "+prev.ns+"/t0-am")...)
-		if mr := "Integration " + prev.ns + "/t0-am"; pc.ids[mr] == before.ids[mr] {
-			lost = append(lost, mr+": kind changed, but the same integration "+pc.ids[mr])
-		}
+			// t0-am's kind changed: count found it only with the new
+			// kind; its ID must have changed with it (the kind cannot
+			// change in place).
+			lost = append(lost, changedIDs(before, pc, "Integration "+prev.ns+"/t0-am")...)
+			if mr := "Integration " + prev.ns + "/t0-am"; pc.ids[mr] == before.ids[mr] {
+				lost = append(lost, mr+": kind changed, but the same integration "+pc.ids[mr])
+			}
 			refused = append(refused, pc.refused...)
 			dups += pc.duplicates
 		}

@@ -90,7 +90,7 @@ func setup(ctx context.Context) error {
 	}
 	// A deleted team's service accounts stay on the double: the provider
 	// must delete what it made (a real server may not cascade).
-	if err := adminAt(env.doubleURL, http.MethodPut, "/admin/quirks", terdutdouble.Quirks{NoCascade: true}, nil); err != nil {
+	if err := s.Double.Admin(ctx, http.MethodPut, "/admin/quirks", terdutdouble.Quirks{NoCascade: true}, nil); err != nil {
 		return err
 	}
 	fmt.Printf("e2e: stack up in %s (double %s)\n", time.Since(t0).Round(time.Second), env.doubleURL)
