@@ -120,7 +120,7 @@ spec:
 	})
 	trace := in.trace()
 	fmt.Printf("    $ crossplane beta trace terdutteam web -n team-a\n%s", indent(trace))
-	if bad := notSyncedAndReady(trace, 7); len(bad) > 0 {
+	if bad := notSyncedAndReady(trace, 6); len(bad) > 0 {
 		t.Errorf("crossplane beta trace: %v", bad)
 	}
 	before := in.serverCounts()
