@@ -155,8 +155,8 @@ spec:
 				return "not Ready and Synced for its generation (name, generation, Ready, its generation, Synced, its generation): " + l
 			}
 		}
-		if n < 5 {
-			return fmt.Sprintf("%d MRs, want the team's 5 and its ServiceAccount", n)
+		if n != 4 {
+			return fmt.Sprintf("%d MRs, want the claim's 4", n)
 		}
 		return ""
 	})
