@@ -133,6 +133,9 @@ func (w *leakWatch) look() {
 		"an event":                        {"get", "events", "-A", "-o", "json"},
 	} {
 		out, err := kubectlOut(nil, args...)
+		if err != nil && strings.Contains(err.Error(), "the server doesn't have a resource type") {
+			continue // no XRD installed yet: no composite, no claim
+		}
 		if err != nil {
 			leaks = append(leaks, fmt.Sprintf("reading %s failed: %v", name, err))
 			continue
