@@ -50,6 +50,9 @@ func (s *Server) SetQuirks(q Quirks) {
 		q.until = s.now().Add(time.Duration(q.For))
 	}
 	s.quirks = q
+	// NOTE: seeded afresh each time: the same requests get the same
+	// orders, so a model walk that failed fails again when replayed.
+	s.shuffle = rand.New(rand.NewPCG(1, 2)) //nolint:gosec // Fault injection needs no cryptographic randomness.
 	if q.Stale <= 0 {
 		clear(s.stale)
 	}
@@ -66,7 +69,7 @@ func listed[T any](s *Server, out []T) []T {
 		return out
 	}
 	if s.quirks.Reorder {
-		rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		s.shuffle.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	}
 	if s.quirks.ShortLists && len(out) > 0 {
 		out = out[:len(out)-1]

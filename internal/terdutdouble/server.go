@@ -1,10 +1,11 @@
 package terdutdouble
 
 import (
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -87,6 +88,7 @@ type Server struct {
 	notFoundWindow time.Duration
 	now            func() time.Time
 	quirks         Quirks
+	shuffle        *rand.Rand
 	stale          map[string]stale
 
 	latency   time.Duration
@@ -121,6 +123,7 @@ func New(o Options) *Server {
 		perSecond:    map[int64]int{},
 		alerts:       map[int64]*AlertCount{},
 		stale:        map[string]stale{},
+		shuffle:      rand.New(rand.NewPCG(1, 2)), //nolint:gosec // Fault injection needs no cryptographic randomness.
 		now:          time.Now,
 		latency:      o.Latency,
 	}
@@ -153,7 +156,7 @@ func (s *Server) addUserLocked(name, email string) terdut.User {
 // secret returns a new random secret with prefix and remembers it as issued.
 func (s *Server) secret(prefix string) string {
 	b := make([]byte, 16)
-	_, _ = rand.Read(b)
+	_, _ = crand.Read(b)
 	v := prefix + hex.EncodeToString(b)
 	s.issued = append(s.issued, v)
 	return v
