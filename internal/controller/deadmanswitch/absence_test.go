@@ -10,6 +10,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
@@ -109,5 +110,39 @@ func TestADeletedSwitchAListOmitsIsDeletedAllTheSame(t *testing.T) {
 	}
 	if n := len(f.Server.Snapshot().Switches); n != 0 {
 		t.Errorf("the MR let go with %d switches left on the server", n)
+	}
+}
+
+// A create whose answer was lost (the provider died after the POST) looks
+// for what it made before it POSTs again. A list one item short and in a
+// new order each time shows the switch to one read and not to the next:
+// what a read showed is adopted, never made a second time.
+func TestAnInterruptedCreateAdoptsWhatAnyReadShowed(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	seed(t, f, teamID, terdut.DeadmanSwitch{Name: "nightly-backup", Matcher: "alertname=Backup", Timeout: "1h", Severity: "warning"})
+	made := seed(t, f, teamID, onServer())
+	f.Server.SetQuirks(terdutdouble.Quirks{Reorder: true, ShortLists: true})
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	adopted := 0
+	for i := range 40 {
+		cr := sw(teamID)
+		meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: now.Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+		absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+		absence.Clock = func() time.Time { return now }
+		rec := &controllertest.Recorder{}
+		e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+		if _, err := e.Create(t.Context(), cr); err == nil {
+			adopted++
+			if got := meta.GetExternalName(cr); got != generic.FormatID(made) {
+				t.Fatalf("attempt %d: external name %q, want the switch the lost create made (%d)", i, got, made)
+			}
+		}
+		if n := len(f.Server.Snapshot().Switches); n != 2 {
+			t.Fatalf("attempt %d: %d switches on the server, want 2: a read showed the switch the lost create made, and another was made beside it", i, n)
+		}
+	}
+	if adopted == 0 {
+		t.Error("no attempt adopted the switch, though half the reads show it")
 	}
 }

@@ -154,6 +154,8 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	old, hadOld, _ := generic.ExternalID(cr)
 	byName := func(s terdut.DeadmanSwitch) bool { return s.Name == name }
 	list := e.api.ListDeadmanSwitches
+	// seen is what the read that decides an interrupted create showed.
+	var seen *terdut.DeadmanSwitch
 	if interrupted(cr) {
 		if n := cr.GetAnnotations()[AnnotationCreateAttemptedName]; n != "" && n != name {
 			byName = func(s terdut.DeadmanSwitch) bool { return s.Name == name || s.Name == n }
@@ -165,7 +167,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 		if err != nil {
 			return managed.ExternalCreation{}, errors.Wrap(err, errListSwitches)
 		}
-		if generic.FindFirst(cur, byName) == nil {
+		if seen = generic.FindFirst(cur, byName); seen == nil {
 			if err := e.absence.MissingByName(cr, "dead man's switch", name); err != nil {
 				return managed.ExternalCreation{}, err
 			}
@@ -174,6 +176,12 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	s, adopted, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.DeadmanSwitch]{
 		Kind: "dead man's switch", Name: name,
 		Lookup: func(ctx context.Context) (*terdut.DeadmanSwitch, error) {
+			// NOTE: a switch one read showed exists, whatever the next
+			// read says (a list can omit what exists): it is adopted,
+			// never made a second time.
+			if seen != nil {
+				return seen, nil
+			}
 			l, err := list(ctx, teamID)
 			return generic.FindFirst(l, byName), err
 		},

@@ -259,7 +259,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	kept, err := e.confirmInterrupted(ctx, cr, teamID, s)
+	kept, seen, err := e.confirmInterrupted(ctx, cr, teamID, s)
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
@@ -271,12 +271,21 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 		generic.SetExternalID(cr, kept.ID)
 		return managed.ExternalCreation{}, nil
 	}
-	if err := e.deleteOrphan(ctx, cr, teamID, s); err != nil {
+	deleted, err := e.deleteOrphan(ctx, cr, teamID, s, seen)
+	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
 	in, adopted, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.Integration]{
 		Kind: "integration", Name: p.Name,
-		Lookup: func(ctx context.Context) (*terdut.Integration, error) { return e.find(ctx, teamID, byName(p.Name)) },
+		Lookup: func(ctx context.Context) (*terdut.Integration, error) {
+			// NOTE: an integration one read showed exists, whatever the
+			// next read says (a list can omit what exists): it is not
+			// made a second time.
+			if seen != nil && !deleted && seen.Name == p.Name {
+				return seen, nil
+			}
+			return e.find(ctx, teamID, byName(p.Name))
+		},
 		Create: func(ctx context.Context) (*terdut.Integration, error) {
 			// NOTE: the Secret is written first, marked "creating": a
 			// Secret the server would refuse (or one another object
@@ -323,17 +332,20 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 // waits (Absence) before it POSTs: a list can omit what exists, and a
 // second integration would leave a live key nobody holds.
 //
-// s is the connection Secret (nil: none).
-func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integration, teamID int64, s *corev1.Secret) (*terdut.Integration, error) {
+// s is the connection Secret (nil: none). It returns the integration to
+// keep (the Secret holds its key), or else the one of the MR's name (or the
+// interrupted create's) that the fresh read showed, if any: what Create
+// decides on, as a second read may omit it.
+func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integration, teamID int64, s *corev1.Secret) (kept, seen *terdut.Integration, err error) {
 	if s == nil {
-		return nil, nil //nolint:nilnil // No Secret: nothing was interrupted.
+		return nil, nil, nil // No Secret: nothing was interrupted.
 	}
 	// NOTE: interrupted is a create the Secret shows (marked "creating",
 	// or holding the key of an integration the MR did not record: a kind
 	// change or a re-creation whose result was lost).
 	held := s.Annotations[AnnotationIntegrationID]
 	if s.Annotations[AnnotationCreating] == "" && (held == "" || held == meta.GetExternalName(cr)) {
-		return nil, nil //nolint:nilnil // Nothing was interrupted.
+		return nil, nil, nil // Nothing was interrupted.
 	}
 	e.freshLists = true
 	match := byName(cr.Spec.ForProvider.Name)
@@ -344,17 +356,18 @@ func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integrat
 	}
 	cur, err := e.find(ctx, teamID, match)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cur == nil {
 		if err := e.absence.MissingByName(cr, "integration", cr.Spec.ForProvider.Name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		return nil, nil, nil
 	}
-	if cur != nil && s.Annotations[AnnotationIntegrationID] == generic.FormatID(cur.ID) {
-		return cur, nil
+	if held == generic.FormatID(cur.ID) {
+		return cur, nil, nil
 	}
-	return nil, nil //nolint:nilnil // Nothing to take over: Create goes on.
+	return nil, cur, nil
 }
 
 func byName(name string) func(terdut.Integration) bool {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
@@ -172,5 +174,66 @@ func TestADeletedIntegrationAListOmitsIsDeletedAllTheSame(t *testing.T) {
 	}
 	if n := len(f.Server.Snapshot().Integrations); n != 0 {
 		t.Errorf("the MR let go with %d integrations left on the server", n)
+	}
+}
+
+// A create whose answer was lost (the POST committed, the key never
+// written) looks for what it made before it POSTs again. A list one item
+// short and in a new order each time shows that integration to one read and
+// not to the next: whatever a read showed is dealt with (deleted, as nobody
+// holds its key, and made again with the key in the Secret), never left
+// beside a second one.
+func TestAnInterruptedCreateDealsWithWhatAnyReadShowed(t *testing.T) {
+	f := controllertest.New(t)
+	f.Server.SetQuirks(terdutdouble.Quirks{Reorder: true, ShortLists: true})
+	// NOTE: each round reads in other orders: together they take the
+	// paths where one read shows the integration and the next does not.
+	for round := range 8 {
+		interruptedCreateUnderShortLists(t, f, f.Team(t, fmt.Sprintf("Platform %d", round)))
+	}
+}
+
+func interruptedCreateUnderShortLists(t *testing.T, f *controllertest.Fixture, teamID int64) {
+	t.Helper()
+	if _, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "staging-am"); err != nil {
+		t.Fatal(err)
+	}
+	k := kube(t)
+	cr := integ(teamID)
+	// NOTE: the clock stands still: an absence is never confirmed, so
+	// only a read that shows the integration lets a Create go on.
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = controllertest.Now
+	rec := &controllertest.Recorder{}
+	ext := func() *external {
+		return &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: controllertest.Now}
+	}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	if _, err := ext().Create(t.Context(), cr); err == nil {
+		t.Fatal("Create with a lost POST answer: want an error")
+	}
+	named := func() []terdut.Integration {
+		var out []terdut.Integration
+		for _, in := range f.Server.Snapshot().Integrations {
+			if in.TeamID == teamID && in.Name == "prod-am" {
+				out = append(out, in.Integration)
+			}
+		}
+		return out
+	}
+	done := false
+	for i := 0; i < 40 && !done; i++ {
+		_, err := ext().Create(t.Context(), cr)
+		done = err == nil
+		if n := len(named()); n > 1 {
+			t.Fatalf("team %d, attempt %d: %d integrations named prod-am: a read showed the one the lost create made, and another was made beside it", teamID, i, n)
+		}
+	}
+	got := named()
+	if !done || len(got) != 1 || meta.GetExternalName(cr) != generic.FormatID(got[0].ID) {
+		t.Fatalf("team %d: done %v, integrations %d, external name %q: want one, recorded", teamID, done, len(got), meta.GetExternalName(cr))
+	}
+	if v := f.Server.Verify(string(getSecret(t, k).Data[SecretKeyKey])); !v.Valid || v.ID != got[0].ID {
+		t.Errorf("team %d: the Secret's key: %+v; want the key of integration %d", teamID, v, got[0].ID)
 	}
 }

@@ -39,36 +39,43 @@ const orphanClockAllowance = time.Minute
 // key of the integration of the MR's name. Nobody holds that key, so
 // deleting it breaks nothing, and adopting it would leave the MR without a
 // key.
-func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, teamID int64, s *corev1.Secret) error {
+func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, teamID int64, s *corev1.Secret, seen *terdut.Integration) (bool, error) {
 	if s == nil || s.Annotations[AnnotationCreating] == "" {
-		return nil
+		return false, nil
 	}
 	marked, err := time.Parse(time.RFC3339, s.Annotations[AnnotationCreating])
 	if err != nil || e.clock().Sub(marked) > OrphanWindow {
-		return nil //nolint:nilerr // An unreadable or old mark: nothing is taken for an orphan.
+		return false, nil //nolint:nilerr // An unreadable or old mark: nothing is taken for an orphan.
 	}
 	name := cr.Spec.ForProvider.Name
 	if n := s.Annotations[AnnotationCreatingName]; n != "" {
 		name = n // the spec may have been renamed since
 	}
-	orphan, err := e.find(ctx, teamID, byName(name))
-	if err != nil || orphan == nil || s.Annotations[AnnotationIntegrationID] == generic.FormatID(orphan.ID) {
-		return err
+	// NOTE: what the read that decided this create showed is the orphan; a
+	// second read may omit it.
+	orphan := seen
+	if orphan == nil || orphan.Name != name {
+		if orphan, err = e.find(ctx, teamID, byName(name)); err != nil {
+			return false, err
+		}
+	}
+	if orphan == nil || s.Annotations[AnnotationIntegrationID] == generic.FormatID(orphan.ID) {
+		return false, nil
 	}
 	if !orphan.CreatedAt.IsZero() && orphan.CreatedAt.Before(marked.Add(-orphanClockAllowance)) {
 		// Made before the interrupted Create began: not its orphan.
-		return nil
+		return false, nil
 	}
 	if refused := e.adopter.Check.Allowed(ctx, orphan.ID); refused != nil {
 		// Another MR manages it: not ours to delete; adoption refuses it
 		// too, with the reason.
-		return nil //nolint:nilerr // A refusal here means "not ours", not a failure.
+		return false, nil //nolint:nilerr // A refusal here means "not ours", not a failure.
 	}
 	if err := e.api.DeleteIntegration(ctx, teamID, orphan.ID); err != nil && !terdut.IsNotFound(err) {
-		return errors.Wrapf(err, errDeleteOrphan, orphan.ID)
+		return false, errors.Wrapf(err, errDeleteOrphan, orphan.ID)
 	}
 	e.record.Event(cr, event.Normal(reasonOrphanDeleted, fmt.Sprintf(msgOrphan, orphan.ID)))
-	return nil
+	return orphan == seen, nil
 }
 
 // keep writes a just-created integration's url and key to the connection
