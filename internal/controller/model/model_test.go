@@ -767,6 +767,12 @@ func (w *world) converge(ctx context.Context) error {
 	w.double.ClearFaults()
 	w.double.SetNotFoundAfterCreate(0)
 	w.double.SetQuirks(terdutdouble.Quirks{})
+	// NOTE: a crash armed by the walk is a fault too: each one forgets
+	// every absence under way, and the rounds below are budgeted for one
+	// confirmation by ID and one by name, not for restarts.
+	for _, m := range w.mrs {
+		m.crash = false
+	}
 	// NOTE: retried within --max-backoff, as the runtime does: reads a
 	// third of the confirmation wait apart.
 	for range 16 {
