@@ -63,11 +63,7 @@ func TestNoKeyLeaked(t *testing.T) {
 	for _, l := range logs {
 		read(filepath.Base(l), l)
 	}
-	for name, args := range map[string][]string{
-		"MR status":        {"get", "managed", "-A", "-o", "json"},
-		"composite status": {"get", "composite,claim", "-A", "-o", "json"},
-		"events":           {"get", "events", "-A", "-o", "json"},
-	} {
+	for name, args := range statusReads {
 		out, err := kubectlOut(nil, args...)
 		if noSuchType(err) {
 			continue // no XRD installed (a run of some tests only): no composite, no claim
@@ -134,22 +130,18 @@ func (w *leakWatch) look() {
 		}
 	}
 	var leaks []string
-	for name, args := range map[string][]string{
-		"an MR's status":                  {"get", "managed", "-A", "-o", "json"},
-		"a composite's or claim's status": {"get", "composite,claim", "-A", "-o", "json"},
-		"an event":                        {"get", "events", "-A", "-o", "json"},
-	} {
+	for name, args := range statusReads {
 		out, err := kubectlOut(nil, args...)
 		if noSuchType(err) {
 			continue // no XRD installed yet: no composite, no claim
 		}
 		if err != nil {
-			leaks = append(leaks, fmt.Sprintf("reading %s failed: %v", name, err))
+			leaks = append(leaks, fmt.Sprintf("reading the %s failed: %v", name, err))
 			continue
 		}
 		for _, k := range issued {
 			if strings.Contains(out, k) {
-				leaks = append(leaks, fmt.Sprintf("an issued key appeared in %s at %s", name, time.Now().Format(time.TimeOnly)))
+				leaks = append(leaks, fmt.Sprintf("an issued key appeared in the %s at %s", name, time.Now().Format(time.TimeOnly)))
 			}
 		}
 	}
@@ -175,4 +167,12 @@ func (w *leakWatch) stop() (int, []string) {
 // none of the resource types asked for.
 func noSuchType(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "the server doesn't have a resource type")
+}
+
+// statusReads are the kubectl reads of every MR's, composite's and claim's
+// status and every event, by what they read.
+var statusReads = map[string][]string{
+	"MR status":        {"get", "managed", "-A", "-o", "json"},
+	"composite status": {"get", "composite,claim", "-A", "-o", "json"},
+	"events":           {"get", "events", "-A", "-o", "json"},
 }
