@@ -214,10 +214,11 @@ spec:
 		t.Fatal(err)
 	}
 	var issued []string
-	_ = admin(http.MethodGet, "/admin/issued", nil, &issued)
+	must(t, admin(http.MethodGet, "/admin/issued", nil, &issued), "read the secrets the double issued")
 	if !slices.Contains(issued, string(sec.Data["url"])) || !slices.Contains(issued, string(sec.Data["key"])) {
 		t.Fatalf("connection Secret keys %v do not hold the url and key the server issued", keys(sec.Data))
 	}
+	notInTheMR(t, ns, "integration/am", sec)
 
 	scenariof(t, "rename -> PATCH in place; the key does not change")
 	before := counters(t)
@@ -234,6 +235,7 @@ spec:
 	renamed := &corev1.Secret{}
 	must(t, env.kube.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "am-webhook"}, renamed), "read the connection Secret")
 	after := counters(t)
+	notInTheMR(t, ns, "integration/am", renamed)
 	patches, posts := after["PATCH /api/teams/{id}/integrations/{iid}"]-before["PATCH /api/teams/{id}/integrations/{iid}"], after["POST /api/teams/{id}/integrations"]-before["POST /api/teams/{id}/integrations"]
 	if patches < 1 || posts != 0 || externalID(t, cr) != id || !bytes.Equal(renamed.Data["key"], sec.Data["key"]) || !webhookKeyAccepted(t, cr) {
 		t.Fatalf("a rename: %d PATCHes, %d POSTs, external name %s (was %d), key unchanged %t, accepted %t; want a PATCH in place with the same key",
@@ -352,4 +354,29 @@ func TestCrashSafety(t *testing.T) {
 		t.Fatalf("%d teams on the server, want exactly 1", n)
 	}
 	deleteAndWait(t, cr)
+}
+
+// notInTheMR fails when the url or key of Secret sec appears anywhere in
+// the object what (kind/name) in namespace ns, its status included, or in
+// an event about it. It never prints them.
+func notInTheMR(t *testing.T, ns, what string, sec *corev1.Secret) {
+	t.Helper()
+	obj, err := kubectlOut(nil, "-n", ns, "get", what, "-o", "json")
+	if err != nil {
+		t.Fatalf("read %s: %v", what, err)
+	}
+	name := what[strings.Index(what, "/")+1:]
+	events, err := kubectlOut(nil, "-n", ns, "get", "events", "--field-selector", "involvedObject.name="+name, "-o", "json")
+	if err != nil {
+		t.Fatalf("read the events of %s: %v", what, err)
+	}
+	for _, k := range []string{"url", "key"} {
+		v := string(sec.Data[k])
+		if v == "" {
+			t.Fatalf("Secret %s has no %s", sec.Name, k)
+		}
+		if strings.Contains(obj, v) || strings.Contains(events, v) {
+			t.Errorf("the webhook %s of Secret %s appears in %s or its events", k, sec.Name, what)
+		}
+	}
 }
