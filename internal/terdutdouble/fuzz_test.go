@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	pathpkg "path"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -28,6 +30,8 @@ func FuzzHandlers(f *testing.F) {
 		{"POST", "/admin/faults", `{"status":-5,"probability":2}`, 0},
 		{"POST", "/admin/verify", `{"key":1}`, 0},
 		{"GET", "/api/teams/99999999999999999999", ``, 2},
+		{"POST", "/api/teams", `{"name":"Intruder"}`, 2},
+		{"DELETE", "/api/teams/1", ``, 0},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.body, s.auth)
@@ -44,10 +48,24 @@ func FuzzHandlers(f *testing.F) {
 		if req == nil {
 			return
 		}
+		before := s.Snapshot()
 		rec := httptest.NewRecorder()
 		s.Handler().ServeHTTP(rec, req)
 		if rec.Code >= 500 {
 			t.Fatalf("%s %s %q answered %d: %s", method, path, body, rec.Code, rec.Body.String())
+		}
+		// Without a key the server issued, the API answers 401 and
+		// changes nothing (bootstrap and the alert webhook aside: they
+		// take no API key).
+		clean := pathpkg.Clean(req.URL.Path)
+		open := clean == "/api/bootstrap" || strings.HasPrefix(clean, "/api/alerts/")
+		if auth%3 != 1 && strings.HasPrefix(clean, "/api/") && clean == req.URL.Path && !open {
+			if rec.Code != http.StatusUnauthorized && rec.Code != http.StatusNotFound && rec.Code != http.StatusMethodNotAllowed {
+				t.Fatalf("%s %s without the admin key answered %d, want 401", method, path, rec.Code)
+			}
+			if after := s.Snapshot(); !reflect.DeepEqual(before, after) {
+				t.Fatalf("%s %s %q without the admin key changed the server's state", method, path, body)
+			}
 		}
 	})
 }
