@@ -30,3 +30,25 @@ func TestAPeerThatDidNotDoTheWorkIsNotCompared(t *testing.T) {
 		t.Errorf("the table does not say the tuned run is not compared:\n%s", b.String())
 	}
 }
+
+// A target missed fails the run: the GETs per MR per poll at rest are
+// compared with the API's floor for the shape (a team's policy, switches and
+// integrations: 3 GETs for 4 MRs, 0.75), and a run over it by more than 5%
+// exits non-zero, naming the target; a run at the floor does not.
+func TestAMissedTargetFailsTheRun(t *testing.T) {
+	sh := shape{Name: "mixed N=400", Teams: 100, Policy: true, Switches: 1, Integrations: 1}
+	if f := sh.Floor(); f != 0.75 {
+		t.Fatalf("the floor of %d teams of a Team, a policy, a switch and an integration is %.3f, want 0.75", sh.Teams, f)
+	}
+	run := func(gets float64) error {
+		r := newReport([]result{{Shape: sh, MRs: sh.MRs(), ChecksPerMRPerPoll: 1, GETsPerMRPerPoll: gets}}, 0, 0, nil)
+		return r.missed()
+	}
+	if err := run(0.75); err != nil {
+		t.Errorf("a run at the floor: %v", err)
+	}
+	err := run(0.80)
+	if err == nil || !strings.Contains(err.Error(), "GETs per MR per poll at rest") {
+		t.Errorf("a run 7%% over the floor: %v; want the GETs target named as missed", err)
+	}
+}
