@@ -146,3 +146,70 @@ func TestAnInterruptedCreateAdoptsWhatAnyReadShowed(t *testing.T) {
 		t.Error("no attempt adopted the switch, though half the reads show it")
 	}
 }
+
+// An MR deleted after a create whose answer was lost (the attempt marked,
+// its ID never recorded) deletes the switch that create made; it must not
+// let go at once and leave the switch on the server with no MR.
+func TestDeletingAnMRWhoseCreateWasLostDeletesWhatItMade(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	seed(t, f, teamID, onServer()) // what the lost create made: prod-watchdog
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	cr := sw(teamID)
+	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: now.Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	for range 5 {
+		now = now.Add(20 * time.Second)
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.Server.Snapshot().Switches); n != 0 {
+		t.Errorf("the MR let go with %d switch(es) its own lost create made left on the server", n)
+	}
+}
+
+// ...and a switch of that name the server made before the MR existed is not
+// what its create made: the deleted MR lets go (after the absence of its own
+// is confirmed) and leaves that switch alone.
+func TestDeletingAnMRWhoseCreateWasLostLeavesAHandMadeSwitch(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	seed(t, f, teamID, onServer()) // made by hand, before the MR
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	cr := sw(teamID)
+	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: now.Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)}, record: rec, absence: absence}
+	gone := false
+	for range 5 {
+		now = now.Add(20 * time.Second)
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if gone = !o.ResourceExists; gone {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.Server.Snapshot().Switches); !gone || n != 1 {
+		t.Errorf("let go %v, %d switches on the server: want the MR gone and the hand-made switch kept", gone, n)
+	}
+}

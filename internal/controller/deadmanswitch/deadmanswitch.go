@@ -102,6 +102,9 @@ var _ managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] = (*external)(nil)
 // for one switch): one request per poll.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalObservation, error) {
 	id, ok, err := generic.ExternalID(cr)
+	if err == nil && !ok && meta.WasDeleted(cr) && interrupted(cr) {
+		return e.observeLost(ctx, cr)
+	}
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
@@ -138,6 +141,45 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 	generic.Mark(cr, xpv2.Available())
 	diff := Diff(cr.Spec.ForProvider, *cur)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
+}
+
+// observeLost is Observe for an MR being deleted whose last create's answer
+// was lost: the switch that create may have made, never recorded, is looked
+// for by name with fresh reads (a list's silence waited out as for any
+// switch) and, if it is this MR's own, deleted like a recorded one instead
+// of left on the server. A switch of that name another MR holds, or one made
+// before this MR existed, is not its own and stays.
+func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalObservation, error) {
+	p := cr.Spec.ForProvider
+	teamID, err := generic.TeamID(p.TeamID, 0)
+	if err != nil {
+		return managed.ExternalObservation{}, nil //nolint:nilerr // No team was resolved, so no create reached the server.
+	}
+	name := EffectiveName(p)
+	attempted := cr.GetAnnotations()[AnnotationCreateAttemptedName]
+	list, err := e.api.ListDeadmanSwitchesFresh(ctx, teamID)
+	if terdut.IsNotFound(err) {
+		return managed.ExternalObservation{}, nil // the team is gone, and its switches with it
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errListSwitches)
+	}
+	n := generic.Natural[terdut.DeadmanSwitch]{
+		Kind: "dead man's switch", Name: name,
+		ID:        func(s *terdut.DeadmanSwitch) int64 { return s.ID },
+		CreatedAt: func(s *terdut.DeadmanSwitch) time.Time { return s.CreatedAt },
+	}
+	found := generic.FindFirst(list, func(s terdut.DeadmanSwitch) bool {
+		return (s.Name == name || (attempted != "" && s.Name == attempted)) && generic.Ours(ctx, e.adopter, n, &s)
+	})
+	if found == nil {
+		if err := e.absence.MissingByName(cr, "dead man's switch", name); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		return managed.ExternalObservation{}, nil
+	}
+	generic.SetExternalID(cr, found.ID)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 }
 
 // Create adopts the team's switch of the same name (an empty spec name

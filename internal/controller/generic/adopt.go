@@ -127,11 +127,8 @@ func FindFirst[T any](list []T, match func(T) bool) *T {
 // tenant's Team named like a team made by hand in the UI must not take it
 // over, and deleting the MR then delete it).
 func madeHere[T any](a Adopter, n Natural[T], obj *T, id int64) error {
-	if a.Since.IsZero() || n.CreatedAt == nil {
-		return nil
-	}
-	made := n.CreatedAt(obj)
-	if made.IsZero() || !made.Before(a.Since.Add(-ClockAllowance)) {
+	made, before := madeBefore(a, n, obj)
+	if !before {
 		return nil
 	}
 	msg := fmt.Sprintf(errMadeBefore, n.Kind, n.Name, id, made.UTC().Format(time.RFC3339), a.Since.UTC().Format(time.RFC3339))
@@ -139,4 +136,26 @@ func madeHere[T any](a Adopter, n Natural[T], obj *T, id int64) error {
 		return Refuse(mg, ReasonResourceNotOwned, msg)
 	}
 	return errors.New(msg)
+}
+
+// madeBefore reports when the server made obj, and whether that was before
+// the MR existed (less the clock allowance).
+func madeBefore[T any](a Adopter, n Natural[T], obj *T) (time.Time, bool) {
+	if a.Since.IsZero() || n.CreatedAt == nil {
+		return time.Time{}, false
+	}
+	made := n.CreatedAt(obj)
+	return made, !made.IsZero() && made.Before(a.Since.Add(-ClockAllowance))
+}
+
+// Ours reports whether obj, found by its natural key, may be what this
+// MR's own interrupted create made: no other MR holds it, and the server
+// did not make it before the MR existed. An MR being deleted deletes such
+// an object too; any other it leaves alone.
+func Ours[T any](ctx context.Context, a Adopter, n Natural[T], obj *T) bool {
+	if a.Check.Allowed(ctx, n.ID(obj)) != nil {
+		return false
+	}
+	_, before := madeBefore(a, n, obj)
+	return !before
 }

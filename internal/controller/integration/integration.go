@@ -144,6 +144,9 @@ var _ managed.TypedExternalClient[*v1alpha1.Integration] = (*external)(nil)
 // change.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalObservation, error) {
 	id, ok, err := generic.ExternalID(cr)
+	if err == nil && !ok && meta.WasDeleted(cr) {
+		return e.observeLost(ctx, cr)
+	}
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
@@ -324,6 +327,64 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	}
 	generic.SetExternalID(cr, in.ID)
 	return managed.ExternalCreation{ConnectionDetails: details(in)}, nil
+}
+
+// observeLost is Observe for an MR being deleted that recorded no
+// integration: when its Secret shows a create whose result was lost (marked
+// "creating", or holding the key of an integration the MR did not record),
+// that integration is looked for with fresh reads (a list's silence waited
+// out as for any integration) and, if it is this MR's own, deleted like a
+// recorded one instead of left on the server with a working key. One of that
+// name another MR holds, or one made before this MR or its create, stays.
+func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalObservation, error) {
+	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, 0)
+	if err != nil {
+		return managed.ExternalObservation{}, nil //nolint:nilerr // No team was resolved, so no create reached the server.
+	}
+	s, err := e.secret(ctx, e.read(), cr)
+	if err != nil || s == nil {
+		return managed.ExternalObservation{}, err
+	}
+	held, creating := s.Annotations[AnnotationIntegrationID], s.Annotations[AnnotationCreating]
+	if held == "" && creating == "" {
+		return managed.ExternalObservation{}, nil
+	}
+	name := cr.Spec.ForProvider.Name
+	attempted := s.Annotations[AnnotationCreatingName]
+	marked, _ := time.Parse(time.RFC3339, creating)
+	n := generic.Natural[terdut.Integration]{
+		Kind: "integration", Name: name,
+		ID:        func(in *terdut.Integration) int64 { return in.ID },
+		CreatedAt: func(in *terdut.Integration) time.Time { return in.CreatedAt },
+	}
+	mine := func(in terdut.Integration) bool {
+		if held != "" {
+			return generic.FormatID(in.ID) == held
+		}
+		if in.Name != name && (attempted == "" || in.Name != attempted) {
+			return false
+		}
+		if !marked.IsZero() && !in.CreatedAt.IsZero() && in.CreatedAt.Before(marked.Add(-orphanClockAllowance)) {
+			return false // made before the lost create began
+		}
+		return generic.Ours(ctx, e.adopter, n, &in)
+	}
+	list, err := e.api.ListIntegrationsFresh(ctx, teamID)
+	if terdut.IsNotFound(err) {
+		return managed.ExternalObservation{}, nil // the team is gone, and its integrations with it
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errListIntegrations)
+	}
+	found := generic.FindFirst(list, mine)
+	if found == nil {
+		if err := e.absence.MissingByName(cr, "integration", name); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		return managed.ExternalObservation{}, nil
+	}
+	generic.SetExternalID(cr, found.ID)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 }
 
 // confirmInterrupted: when the Secret shows an earlier create of this MR

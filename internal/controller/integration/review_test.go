@@ -237,3 +237,45 @@ func interruptedCreateUnderShortLists(t *testing.T, f *controllertest.Fixture, t
 		t.Errorf("team %d: the Secret's key: %+v; want the key of integration %d", teamID, v, got[0].ID)
 	}
 }
+
+// An Integration deleted after a create whose answer was lost (the POST
+// committed, its ID never recorded) deletes the integration that create
+// made: let go at once, it would leave a working webhook key that nobody
+// holds on the server with no MR.
+func TestDeletingAnMRWhoseCreateWasLostDeletesWhatItMade(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	if _, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "staging-am"); err != nil {
+		t.Fatal(err)
+	}
+	k := kube(t)
+	cr := integ(teamID)
+	now := controllertest.Now()
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	if _, err := e.Create(t.Context(), cr); err == nil {
+		t.Fatal("Create with a lost POST answer: want an error")
+	}
+	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
+	gone := false
+	for range 6 {
+		now = now.Add(20 * time.Second)
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if gone = !o.ResourceExists; gone {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := f.Server.Snapshot()
+	if !gone || len(st.Integrations) != 1 || st.Integrations[0].Name != "staging-am" {
+		t.Errorf("let go %v, integrations %d: want the MR gone, the lost create's integration deleted and the team's other one kept", gone, len(st.Integrations))
+	}
+}
