@@ -10,6 +10,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
@@ -92,22 +93,12 @@ func TestADeletedSwitchAListOmitsIsDeletedAllTheSame(t *testing.T) {
 	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
 	// The runtime's deletion loop: Observe; Delete while it exists; the
 	// finalizer goes once Observe says it does not.
-	for range 20 {
+	deleting(t, e, cr, 20, func() {
 		now = now.Add(2 * time.Second)
 		if now.Sub(time.Date(2026, 12, 4, 9, 0, 30, 0, time.UTC)) > 0 {
 			f.Server.SetQuirks(terdutdouble.Quirks{})
 		}
-		o, err := e.Observe(t.Context(), cr)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			break
-		}
-		if _, err := e.Delete(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	if n := len(f.Server.Snapshot().Switches); n != 0 {
 		t.Errorf("the MR let go with %d switches left on the server", n)
 	}
@@ -162,19 +153,7 @@ func TestDeletingAnMRWhoseCreateWasLostDeletesWhatItMade(t *testing.T) {
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
 	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
-	for range 5 {
-		now = now.Add(20 * time.Second)
-		o, err := e.Observe(t.Context(), cr)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			break
-		}
-		if _, err := e.Delete(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	deleting(t, e, cr, 5, func() { now = now.Add(20 * time.Second) })
 	if n := len(f.Server.Snapshot().Switches); n != 0 {
 		t.Errorf("the MR let go with %d switch(es) its own lost create made left on the server", n)
 	}
@@ -195,21 +174,29 @@ func TestDeletingAnMRWhoseCreateWasLostLeavesAHandMadeSwitch(t *testing.T) {
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
 	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)}, record: rec, absence: absence}
-	gone := false
-	for range 5 {
-		now = now.Add(20 * time.Second)
+	gone := deleting(t, e, cr, 5, func() { now = now.Add(20 * time.Second) })
+	if n := len(f.Server.Snapshot().Switches); !gone || n != 1 {
+		t.Errorf("let go %v, %d switches on the server: want the MR gone and the hand-made switch kept", gone, n)
+	}
+}
+
+// deleting runs the runtime's deletion loop for cr at most n times, calling
+// tick before each: Observe; Delete while the switch exists. It reports
+// whether Observe let go (the finalizer would go).
+func deleting(t *testing.T, e *external, cr *v1alpha1.DeadmanSwitch, n int, tick func()) bool {
+	t.Helper()
+	for range n {
+		tick()
 		o, err := e.Observe(t.Context(), cr)
 		if err != nil {
 			continue
 		}
-		if gone = !o.ResourceExists; gone {
-			break
+		if !o.ResourceExists {
+			return true
 		}
 		if _, err := e.Delete(t.Context(), cr); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := len(f.Server.Snapshot().Switches); !gone || n != 1 {
-		t.Errorf("let go %v, %d switches on the server: want the MR gone and the hand-made switch kept", gone, n)
-	}
+	return false
 }
