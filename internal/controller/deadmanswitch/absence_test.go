@@ -142,20 +142,9 @@ func TestAnInterruptedCreateAdoptsWhatAnyReadShowed(t *testing.T) {
 // its ID never recorded) deletes the switch that create made; it must not
 // let go at once and leave the switch on the server with no MR.
 func TestDeletingAnMRWhoseCreateWasLostDeletesWhatItMade(t *testing.T) {
-	f := controllertest.New(t)
-	teamID := f.Team(t, "Platform")
-	seed(t, f, teamID, onServer()) // what the lost create made: prod-watchdog
-	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	cr := sw(teamID)
-	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: now.Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
-	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
-	deleting(t, e, cr, 5, func() { now = now.Add(20 * time.Second) })
+	f, gone := deleteAfterLostCreate(t, time.Time{}) // the switch on the server is the lost create's
 	if n := len(f.Server.Snapshot().Switches); n != 0 {
-		t.Errorf("the MR let go with %d switch(es) its own lost create made left on the server", n)
+		t.Errorf("the MR let go (%v) with %d switch(es) its own lost create made left on the server", gone, n)
 	}
 }
 
@@ -163,9 +152,20 @@ func TestDeletingAnMRWhoseCreateWasLostDeletesWhatItMade(t *testing.T) {
 // what its create made: the deleted MR lets go (after the absence of its own
 // is confirmed) and leaves that switch alone.
 func TestDeletingAnMRWhoseCreateWasLostLeavesAHandMadeSwitch(t *testing.T) {
+	f, gone := deleteAfterLostCreate(t, time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)) // made by hand, before the MR
+	if n := len(f.Server.Snapshot().Switches); !gone || n != 1 {
+		t.Errorf("let go %v, %d switches on the server: want the MR gone and the hand-made switch kept", gone, n)
+	}
+}
+
+// deleteAfterLostCreate seeds a switch prod-watchdog and deletes an MR of
+// that name whose create was marked but never recorded, for 100 s of
+// reconciles. since is when the MR was made (zero: adopt any).
+func deleteAfterLostCreate(t *testing.T, since time.Time) (*controllertest.Fixture, bool) {
+	t.Helper()
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	seed(t, f, teamID, onServer()) // made by hand, before the MR
+	seed(t, f, teamID, onServer())
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	cr := sw(teamID)
 	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: now.Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
@@ -173,11 +173,8 @@ func TestDeletingAnMRWhoseCreateWasLostLeavesAHandMadeSwitch(t *testing.T) {
 	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)}, record: rec, absence: absence}
-	gone := deleting(t, e, cr, 5, func() { now = now.Add(20 * time.Second) })
-	if n := len(f.Server.Snapshot().Switches); !gone || n != 1 {
-		t.Errorf("let go %v, %d switches on the server: want the MR gone and the hand-made switch kept", gone, n)
-	}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Since: since}, record: rec, absence: absence}
+	return f, deleting(t, e, cr, 5, func() { now = now.Add(20 * time.Second) })
 }
 
 // deleting runs the runtime's deletion loop for cr at most n times, calling
