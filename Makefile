@@ -69,14 +69,14 @@ images:
 ## packages: the provider and function packages with their runtime image
 ## embedded (one per platform), and the Configuration package depending on
 ## $(REGISTRY)/{provider,function}-terdut >= $(VERSION); in _output/xpkg.
-packages: cluster-build images
-	$(GO) run ./cluster/images package -version $(VERSION) -registry $(REGISTRY) -platforms $(PLATFORMS) -crank $$($(GO) run ./cluster/local/stackctl path crank)
+packages: images
+	$(GO) run ./cluster/images package -version $(VERSION) -registry $(REGISTRY) -platforms $(PLATFORMS)
 	@ls -l _output/xpkg
 
 ## publish: push the three packages to $(REGISTRY) (REGISTRY=host/org),
 ## refusing a provider or function package without its runtime image.
 publish: packages
-	$(GO) run ./cluster/images publish -version $(VERSION) -registry $(REGISTRY) -platforms $(PLATFORMS) -crank $$($(GO) run ./cluster/local/stackctl path crank)
+	$(GO) run ./cluster/images publish -version $(VERSION) -registry $(REGISTRY) -platforms $(PLATFORMS)
 
 ## e2e: the end-to-end suite against a real kube-apiserver + Crossplane core
 ## (with 10 crash trials, the fault storm and the tenancy escapes); then no

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +15,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/crypto/x509roots/fallback/bundle"
+
+	"git.ryuvia.com/niklas/provider-terdut/cluster/images/pack"
 )
 
 // nonRoot is the user and group every image runs as.
@@ -89,61 +87,6 @@ func caBundle() []byte {
 	return b.Bytes()
 }
 
-// file is one file of the image's layer.
-type file struct {
-	path string
-	mode int64
-	data []byte
-}
-
-// layer is a gzipped tar of files with every header fixed (owner root,
-// mtime the epoch), so the same files give the same digest.
-func layer(files []file, epoch time.Time) (v1.Layer, error) {
-	var raw bytes.Buffer
-	tw := tar.NewWriter(&raw)
-	dirs := map[string]bool{}
-	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.path, b.path) })
-	for _, f := range files {
-		for d := filepath.Dir(f.path); d != "/" && !dirs[d]; d = filepath.Dir(d) {
-			dirs[d] = true
-		}
-	}
-	all := make([]string, 0, len(dirs))
-	for d := range dirs {
-		all = append(all, d)
-	}
-	slices.Sort(all)
-	for _, d := range all {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	var gz bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(raw.Bytes()); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	data := gz.Bytes()
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, tarball.WithMediaType(types.OCILayer))
-}
-
 // image is a component's runtime image for one architecture: the static
 // binary, CA certificates and a passwd naming the non-root user, on an
 // empty base.
@@ -152,16 +95,16 @@ func image(c component, arch, bin string, info buildInfo) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := layer([]file{
-		{path: c.Binary, mode: 0o755, data: exe},
-		{path: "/etc/ssl/certs/ca-certificates.crt", mode: 0o644, data: caBundle()},
-		{path: "/etc/passwd", mode: 0o644, data: fmt.Appendf(nil, "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", nonRoot, nonRoot)},
-		{path: "/etc/group", mode: 0o644, data: fmt.Appendf(nil, "root:x:0:\nnonroot:x:%d:\n", nonRoot)},
+	l, err := pack.Layer([]pack.File{
+		{Path: c.Binary, Mode: 0o755, Data: exe},
+		{Path: "/etc/ssl/certs/ca-certificates.crt", Mode: 0o644, Data: caBundle()},
+		{Path: "/etc/passwd", Mode: 0o644, Data: fmt.Appendf(nil, "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", nonRoot, nonRoot)},
+		{Path: "/etc/group", Mode: 0o644, Data: fmt.Appendf(nil, "root:x:0:\nnonroot:x:%d:\n", nonRoot)},
 	}, info.Epoch)
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(mutate.ConfigMediaType(empty.Image, types.OCIConfigJSON), types.OCIManifestSchema1), l)
+	img, err := mutate.AppendLayers(pack.EmptyImage(), l)
 	if err != nil {
 		return nil, err
 	}

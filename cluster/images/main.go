@@ -2,8 +2,8 @@
 // without Docker, and publishes them:
 //
 //	images build   -version V [-platforms linux/amd64,linux/arm64]
-//	images package -version V -registry HOST/ORG -crank PATH
-//	images publish -version V -registry HOST/ORG -crank PATH
+//	images package -version V -registry HOST/ORG
+//	images publish -version V -registry HOST/ORG
 //
 // build cross-compiles cmd/provider and cmd/function (static, no build
 // paths or IDs) and puts each on an empty base with CA certificates, a
@@ -13,10 +13,10 @@
 // (SOURCE_DATE_EPOCH), so the same commit gives the same digests.
 //
 // package builds the provider and function packages with their runtime
-// image embedded (one per platform, `crossplane xpkg build
-// --embed-runtime-image-tarball`), and the Configuration package with its
+// image embedded (one per platform), and the Configuration package with its
 // dependencies on HOST/ORG/provider-terdut and HOST/ORG/function-terdut at
-// version >= V.
+// version >= V, without the crossplane CLI (cluster/images/pack: the same
+// commit gives the same digests).
 //
 // publish checks that each provider and function package carries its
 // runtime image and pushes all three to HOST/ORG (a multi-platform index
@@ -57,7 +57,6 @@ type settings struct {
 	platforms []string
 	images    string
 	packages  string
-	crank     string
 	root      string
 }
 
@@ -73,7 +72,6 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "The platforms to build for.")
 	fs.StringVar(&s.images, "images", "_output/images", "Where the images go.")
 	fs.StringVar(&s.packages, "packages", "_output/xpkg", "Where the packages go.")
-	fs.StringVar(&s.crank, "crank", "", "The crossplane CLI (go run ./cluster/local/stackctl path crank).")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -95,7 +93,7 @@ func run(ctx context.Context, args []string) error {
 	case "build":
 		return build(ctx, s)
 	case "package":
-		return pack(ctx, s)
+		return buildPackages(ctx, s)
 	case "publish":
 		return publish(ctx, s)
 	default:

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -13,6 +11,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"git.ryuvia.com/niklas/provider-terdut/cluster/images/pack"
 )
 
 // build builds every component's image for every platform.
@@ -83,25 +83,30 @@ func packagePath(s settings, pkg, arch string) string {
 	return filepath.Join(s.packages, pkg+"-"+arch+".xpkg")
 }
 
-// pack builds the packages: provider and function per platform with their
+// buildPackages builds the packages: provider and function per platform with their
 // runtime image, and the Configuration, its dependencies templated to the
 // registry and version.
-func pack(ctx context.Context, s settings) error {
-	if s.crank == "" {
-		return errors.New("-crank is required (go run ./cluster/local/stackctl path crank)")
+func buildPackages(ctx context.Context, s settings) error {
+	bi, err := info(ctx, s.root, s.version)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(s.packages, 0o750); err != nil {
 		return err
 	}
+	var made []string
 	for _, p := range []struct{ dir, name string }{{"provider", "provider-terdut"}, {"function", "function-terdut"}} {
 		for _, arch := range s.platforms {
-			img := tarballPath(s, p.name, arch)
-			if _, err := os.Stat(img); err != nil {
+			path := tarballPath(s, p.name, arch)
+			runtime, err := tarball.ImageFromPath(path, nil)
+			if err != nil {
 				return fmt.Errorf("no runtime image for %s on %s (%w): run `make images` first", p.name, arch, err)
 			}
-			if err := crank(ctx, s, "xpkg", "build", "--package-root=package/"+p.dir, "--embed-runtime-image-tarball="+img, "-o", packagePath(s, p.name, arch)); err != nil {
+			d, err := packageFile(filepath.Join(s.root, "package", p.dir), runtime, bi, packagePath(s, p.name, arch), p.name+":"+s.version)
+			if err != nil {
 				return err
 			}
+			made = append(made, fmt.Sprintf("%s linux/%s %s", p.name, arch, d))
 		}
 	}
 	root, err := os.MkdirTemp("", "configuration-terdut-")
@@ -117,79 +122,87 @@ func pack(ctx context.Context, s settings) error {
 		return err
 	}
 	templated := strings.NewReplacer(
-		"xpkg.example.com/ryuvia/", strings.TrimSuffix(s.registry, "/")+"/",
+		"pack.example.com/ryuvia/", strings.TrimSuffix(s.registry, "/")+"/",
 		`">=v0.1.0"`, `">=`+s.version+`"`,
 	).Replace(string(meta))
 	if err := os.WriteFile(filepath.Join(root, "crossplane.yaml"), []byte(templated), 0o600); err != nil {
 		return err
 	}
-	if err := crank(ctx, s, "xpkg", "build", "--package-root="+root, "-o", packagePath(s, "configuration-terdut", "")); err != nil {
+	d, err := packageFile(root, nil, bi, packagePath(s, "configuration-terdut", ""), "configuration-terdut:"+s.version)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("packages in %s: provider-terdut and function-terdut for %s with their runtime, configuration-terdut depending on %s at >=%s\n", s.packages, strings.Join(s.platforms, ", "), s.registry, s.version)
+	made = append(made, "configuration-terdut "+d)
+	fmt.Printf("packages in %s: provider-terdut and function-terdut for %s with their runtime, configuration-terdut depending on %s at >=%s\n  %s\n",
+		s.packages, strings.Join(s.platforms, ", "), s.registry, s.version, strings.Join(made, "\n  "))
 	return nil
+}
+
+// packageFile builds the package in dir on base and writes it to path,
+// returning its digest.
+func packageFile(dir string, base v1.Image, bi buildInfo, path, tag string) (string, error) {
+	img, err := pack.Package(dir, base, bi.Epoch)
+	if err != nil {
+		return "", fmt.Errorf("package %s: %w", dir, err)
+	}
+	if err := pack.WriteFile(path, tag, img); err != nil {
+		return "", err
+	}
+	d, err := img.Digest()
+	return d.String(), err
 }
 
 // publish pushes the packages, refusing a provider or function package that
 // carries no runtime image: a cluster could not run it.
 func publish(ctx context.Context, s settings) error {
-	if s.crank == "" {
-		return errors.New("-crank is required (go run ./cluster/local/stackctl path crank)")
-	}
 	for _, name := range []string{"provider-terdut", "function-terdut"} {
-		files := make([]string, 0, len(s.platforms))
+		images := make([]v1.Image, 0, len(s.platforms))
 		for _, arch := range s.platforms {
 			f := packagePath(s, name, arch)
-			if err := hasRuntime(f); err != nil {
+			img, err := hasRuntime(f)
+			if err != nil {
 				return err
 			}
-			files = append(files, f)
+			images = append(images, img)
 		}
-		if err := push(ctx, s, name, files...); err != nil {
+		if err := push(ctx, s, name, images...); err != nil {
 			return err
 		}
 	}
-	return push(ctx, s, "configuration-terdut", packagePath(s, "configuration-terdut", ""))
+	img, err := pack.ReadFile(packagePath(s, "configuration-terdut", ""))
+	if err != nil {
+		return fmt.Errorf("cannot read package %s: %w", packagePath(s, "configuration-terdut", ""), err)
+	}
+	return push(ctx, s, "configuration-terdut", img)
 }
 
-// hasRuntime checks that a package embeds a runtime image: a layer below the
-// package's own, and an entrypoint.
-func hasRuntime(path string) error {
-	img, err := tarball.ImageFromPath(path, nil)
+// hasRuntime reads a package and checks that it embeds a runtime image: a
+// layer below the package's own, and an entrypoint.
+func hasRuntime(path string) (v1.Image, error) {
+	img, err := pack.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("cannot read package %s: %w", path, err)
+		return nil, fmt.Errorf("cannot read package %s: %w", path, err)
 	}
 	layers, err := img.Layers()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(layers) < 2 || len(cf.Config.Entrypoint) == 0 {
-		return fmt.Errorf("package %s carries no runtime image (%d layers, no entrypoint): build it with `make images packages`, not `crossplane xpkg build` alone", path, len(layers))
+		return nil, fmt.Errorf("package %s carries no runtime image (%d layers, no entrypoint): build it with `make images packages`", path, len(layers))
 	}
-	return nil
+	return img, nil
 }
 
-func push(ctx context.Context, s settings, pkg string, files ...string) error {
+func push(ctx context.Context, s settings, pkg string, images ...v1.Image) error {
 	ref := strings.TrimSuffix(s.registry, "/") + "/" + pkg + ":" + s.version
-	if err := crank(ctx, s, "xpkg", "push", "-f", strings.Join(files, ","), ref); err != nil {
+	if err := pack.Push(ctx, ref, images...); err != nil {
 		return fmt.Errorf("cannot push %s (is the registry %s up and reachable?): %w", ref, s.registry, err)
 	}
 	fmt.Printf("pushed %s\n", ref)
-	return nil
-}
-
-func crank(ctx context.Context, s settings, args ...string) error {
-	cmd := exec.CommandContext(ctx, s.crank, args...)
-	cmd.Dir = s.root
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("crossplane %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
-	}
 	return nil
 }
 

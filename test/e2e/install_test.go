@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"git.ryuvia.com/niklas/provider-terdut/cluster/images/pack"
 	"git.ryuvia.com/niklas/provider-terdut/cluster/local/stack"
 )
 
@@ -230,7 +231,7 @@ func (in *installer) publish(version string) {
 	in.t.Helper()
 	common := []string{
 		"-version", version, "-registry", in.registry, "-platforms", "linux/" + runtime.GOARCH,
-		"-images", filepath.Join(in.work, "images"), "-packages", filepath.Join(in.work, "xpkg"), "-crank", in.crank,
+		"-images", filepath.Join(in.work, "images"), "-packages", filepath.Join(in.work, "xpkg"),
 	}
 	for _, step := range []string{"build", "package", "publish"} {
 		if err := in.images(append([]string{step}, common...)...); err != nil {
@@ -247,17 +248,21 @@ func (in *installer) refusals() {
 	if err := os.MkdirAll(bad, 0o750); err != nil {
 		in.t.Fatal(err)
 	}
-	cmd := exec.CommandContext(in.t.Context(), in.crank, "xpkg", "build", "--package-root=package/provider", "-o", filepath.Join(bad, "provider-terdut-"+runtime.GOARCH+".xpkg"))
-	cmd.Dir = env.root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		in.t.Fatalf("crossplane xpkg build: %v: %s", err, out)
+	// The provider's package without its runtime image: what
+	// `crossplane xpkg build` makes when it is not given one.
+	img, err := pack.Package(filepath.Join(env.root, "package/provider"), nil, time.Unix(0, 0))
+	if err != nil {
+		in.t.Fatal(err)
 	}
-	err := in.images("publish", "-version", "v0.0.9", "-registry", in.registry, "-platforms", "linux/"+runtime.GOARCH, "-packages", bad, "-crank", in.crank)
+	if err := pack.WriteFile(filepath.Join(bad, "provider-terdut-"+runtime.GOARCH+".xpkg"), "provider-terdut:v0.0.9", img); err != nil {
+		in.t.Fatal(err)
+	}
+	err = in.images("publish", "-version", "v0.0.9", "-registry", in.registry, "-platforms", "linux/"+runtime.GOARCH, "-packages", bad)
 	if err == nil || !strings.Contains(err.Error(), "carries no runtime image") {
 		in.t.Errorf("publishing a package without its runtime image: %v, want a refusal that says so", err)
 	}
 	fmt.Printf("    a package without its runtime image: %s\n", lastLine(err))
-	err = in.images("publish", "-version", "v0.0.1", "-registry", "127.0.0.1:1/ryuvia", "-platforms", "linux/"+runtime.GOARCH, "-packages", filepath.Join(in.work, "xpkg"), "-crank", in.crank)
+	err = in.images("publish", "-version", "v0.0.1", "-registry", "127.0.0.1:1/ryuvia", "-platforms", "linux/"+runtime.GOARCH, "-packages", filepath.Join(in.work, "xpkg"))
 	if err == nil || !strings.Contains(err.Error(), "is the registry 127.0.0.1:1/ryuvia up") {
 		in.t.Errorf("publishing to a registry that is down: %v, want an error that names it", err)
 	}

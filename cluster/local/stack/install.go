@@ -55,12 +55,11 @@ func (s *Stack) Install(ctx context.Context) error {
 		return err
 	}
 	registry := s.RegistryAddr() + "/ryuvia"
-	crank := mustBinary(binCrank)
 	dir := filepath.Join(s.Run, "packages")
 	s.Stepf("packages: building and pushing provider-terdut:%s to %s", packageVersion, registry)
 	for _, step := range []string{"build", "package", "publish"} {
 		if _, err := s.Images(ctx, step, "-version", packageVersion, "-registry", registry, "-platforms", "linux/"+runtime.GOARCH,
-			"-images", filepath.Join(dir, "images"), "-packages", filepath.Join(dir, "xpkg"), "-crank", crank); err != nil {
+			"-images", filepath.Join(dir, "images"), "-packages", filepath.Join(dir, "xpkg")); err != nil {
 			return err
 		}
 	}
