@@ -135,14 +135,16 @@ bench:
 bench-scale: cluster-build
 	$(GO) run ./test/scale $(BENCH_ARGS)
 
-## cluster-build: every binary the local control plane runs, built once from
-## the Go module proxy (cold, on two cores: 1,718 s on 2026-12-05) and cached in
-## ~/.cache/provider-terdut/bin.
+## cluster-build: every binary the local control plane and the suite run
+## (crank and Alertmanager only the tests do), built once from the Go module
+## proxy, two at a time with kube-apiserver first, and cached in
+## ~/.cache/provider-terdut/bin. `make dev` builds only what it runs.
 cluster-build:
 	$(GO) run ./cluster/local/stackctl build
 
 ## dev: the control plane, the double, the provider installed through the
-## package manager, the examples and the claims; stays up until Ctrl-C.
+## package manager, the examples (Ready as soon as the API server, Crossplane
+## and the provider run), then the nodes and the claims; stays up until Ctrl-C.
 dev:
 	$(GO) run ./cluster/local/stackctl dev
 

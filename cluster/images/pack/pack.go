@@ -116,10 +116,12 @@ func EmptyImage() v1.Image {
 }
 
 // metaKinds are the package kinds, and the kinds of objects each may carry.
-var metaKinds = map[string][]string{
-	"Provider":      {"CustomResourceDefinition"},
-	"Function":      {"CustomResourceDefinition"},
-	"Configuration": {"CompositeResourceDefinition", "Composition"},
+func metaKinds() map[string][]string {
+	return map[string][]string{
+		"Provider":      {"CustomResourceDefinition"},
+		"Function":      {"CustomResourceDefinition"},
+		"Configuration": {"CompositeResourceDefinition", "Composition"},
+	}
 }
 
 // Stream reads a package's folder: root/crossplane.yaml first, then every
@@ -131,14 +133,17 @@ func Stream(root string) ([]byte, error) {
 		return nil, fmt.Errorf("a package needs a crossplane.yaml: %w", err)
 	}
 	docs, err := documents(meta)
-	if err != nil || len(docs) != 1 {
-		return nil, fmt.Errorf("%s: want exactly one meta object (Provider, Function or Configuration), got %d documents (%v)", filepath.Join(root, "crossplane.yaml"), len(docs), err)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(root, "crossplane.yaml"), err)
+	}
+	if len(docs) != 1 {
+		return nil, fmt.Errorf("%s: want exactly one meta object (Provider, Function or Configuration), got %d documents", filepath.Join(root, "crossplane.yaml"), len(docs))
 	}
 	kind, err := kindOf(docs[0])
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(root, "crossplane.yaml"), err)
 	}
-	allowed, ok := metaKinds[kind]
+	allowed, ok := metaKinds()[kind]
 	if !ok {
 		return nil, fmt.Errorf("%s: kind %q is not a package (Provider, Function or Configuration)", filepath.Join(root, "crossplane.yaml"), kind)
 	}

@@ -106,7 +106,7 @@ func TestTheSameFolderGivesTheSameDigest(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, map[string]string{"crossplane.yaml": providerMeta, "crds/a.yaml": crd("a")})
 	epoch := time.Unix(1700000000, 0)
-	var digests []string
+	digests := make([]string, 0, 2)
 	for range 2 {
 		img, err := Package(root, nil, epoch)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,77 +75,247 @@ func mustBinary(name string) string {
 	return b
 }
 
-// A builder builds the binaries and says how long each took.
-type builder struct {
-	out io.Writer
-	mu  sync.Mutex
+// CoreBinaries bring up the control plane managed resources need: the API
+// server (the longest compile, started first), etcd, Crossplane core and
+// the registry the provider's package is installed from.
+func CoreBinaries() []string { return []string{binAPIServer, binEtcd, binCrossplane, binRegistry} }
+
+// NodeBinaries run pods (Deployments' controllers, the scheduler and kwok's
+// fake node), which only composed Deployments need.
+func NodeBinaries() []string { return []string{binControllers, binScheduler, binKwok} }
+
+// SuiteBinaries only the tests run: the crossplane CLI (`crossplane render`,
+// `crossplane beta trace`) and Alertmanager.
+func SuiteBinaries() []string { return []string{binCrank, binAlertmanager} }
+
+// AllBinaries is every binary Build knows, in the order it starts them.
+func AllBinaries() []string {
+	return slices.Concat(CoreBinaries(), NodeBinaries(), SuiteBinaries())
 }
 
-func (b *builder) stepf(format string, args ...any) {
+// A job builds some binaries; it starts once the jobs it comes after are
+// done (they share its compiled packages).
+type job struct {
+	what   string
+	cold   string
+	names  []string
+	after  []string
+	build  func(context.Context) error
+	state  int // 0 waiting, 1 running, 2 done
+	err    error
+	queued bool
+}
+
+// Builds are binaries being built in the background, at most two at a
+// time (each go build uses every core; two side by side keep them busy
+// through each other's links and downloads), in the order they were asked
+// for.
+type Builds struct {
+	out  io.Writer
+	mu   sync.Mutex
+	cond *sync.Cond
+	jobs []*job
+}
+
+// lanes is how many go builds run side by side.
+const lanes = 2
+
+// StartBuild starts building names (those not cached yet) in the
+// background, in the order given, and returns at once; Wait waits for some.
+func StartBuild(ctx context.Context, out io.Writer, names ...string) (*Builds, error) {
+	if err := os.MkdirAll(filepath.Join(CacheDir(), "bin"), 0o750); err != nil {
+		return nil, err
+	}
+	return startJobs(ctx, out, []*job{
+		{what: "kube-apiserver " + KubeVersion, cold: "~10 min", names: []string{binAPIServer}, build: buildKube(binAPIServer)},
+		{what: "etcd " + EtcdVersion, cold: "~2 min", names: []string{binEtcd}, build: buildEtcd},
+		{what: "crossplane core " + CrossplaneVersion, cold: "~4 min", names: []string{binCrossplane}, build: buildCrossplane},
+		{what: "registry " + RegistryVersion, cold: "seconds", names: []string{binRegistry}, build: buildRegistry},
+		{
+			what: "kube-controller-manager, kube-scheduler " + KubeVersion, cold: "~3 min after kube-apiserver",
+			names: []string{binControllers, binScheduler}, after: []string{binAPIServer}, build: buildKube(binControllers, binScheduler),
+		},
+		{what: "kwok " + KwokVersion, cold: "~3 min", names: []string{binKwok}, build: buildKwok},
+		{what: "crossplane CLI (crank) " + CrankVersion, cold: "~5 min", names: []string{binCrank}, build: buildCrank},
+		{what: "alertmanager " + AlertmanagerVersion, cold: "~1 min", names: []string{binAlertmanager}, build: buildAlertmanager},
+	}, cached, names...)
+}
+
+// startJobs starts lanes that run jobs (those isCached says are not done)
+// as they are asked for.
+func startJobs(ctx context.Context, out io.Writer, jobs []*job, isCached func([]string) bool, names ...string) (*Builds, error) {
+	b := &Builds{out: out}
+	b.cond = sync.NewCond(&b.mu)
+	for _, j := range jobs {
+		if isCached(j.names) {
+			j.state = 2
+		}
+		b.jobs = append(b.jobs, j)
+	}
+	context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.cond.Broadcast()
+	})
+	for range lanes {
+		go b.lane(ctx)
+	}
+	return b, b.Add(names...)
+}
+
+// cached says whether every one of names is built.
+func cached(names []string) bool {
+	for _, n := range names {
+		if _, err := os.Stat(mustBinary(n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Add asks for more binaries, built after those asked for before.
+func (b *Builds) Add(names ...string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	Stepf(b.out, format, args...)
-}
-
-// Build builds every binary the stack runs that is not cached yet, in two
-// lanes side by side (the Kubernetes binaries, and the rest), printing each
-// step's time. Cold, on two cores, this is the longest part of `make dev`.
-func Build(ctx context.Context, out io.Writer) error {
-	t0 := time.Now()
-	b := &builder{out: out}
-	if err := os.MkdirAll(filepath.Join(CacheDir(), "bin"), 0o750); err != nil {
-		return err
+	for _, n := range names {
+		j := b.jobOf(n)
+		if j == nil {
+			_, err := Binary(n)
+			return err
+		}
+		if j.queued {
+			continue
+		}
+		j.queued = true
+		if j.state == 2 {
+			Stepf(b.out, "%s: cached", j.what)
+			continue
+		}
+		// NOTE: the queue is the order of b.jobs among the queued ones: a
+		// job asked for now goes after every job asked for before.
+		b.jobs = append(slices.DeleteFunc(b.jobs, func(o *job) bool { return o == j }), j)
+		Stepf(b.out, "%s: queued (%s cold)", j.what, j.cold)
 	}
-	lanes := [][]func(context.Context) error{
-		{b.kube},
-		{b.etcd, b.crossplane, b.crank, b.registry, b.alertmanager, b.kwok},
-	}
-	errs := make([]error, len(lanes))
-	var wg sync.WaitGroup
-	for i, lane := range lanes {
-		wg.Go(func() {
-			for _, step := range lane {
-				if errs[i] = step(ctx); errs[i] != nil {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	b.stepf("all binaries ready in %s (%.0f s)", filepath.Join(CacheDir(), "bin"), time.Since(t0).Seconds())
+	b.cond.Broadcast()
 	return nil
 }
 
-// step builds names with build unless they are all cached.
-func (b *builder) step(what, cold string, build func() error, names ...string) error {
-	missing := false
-	for _, n := range names {
-		if _, err := os.Stat(mustBinary(n)); err != nil {
-			missing = true
+func (b *Builds) jobOf(name string) *job {
+	for _, j := range b.jobs {
+		if slices.Contains(j.names, name) {
+			return j
 		}
 	}
-	if !missing {
-		b.stepf("%s: cached", what)
-		return nil
+	return nil
+}
+
+// lane runs queued jobs, first come first, each once the jobs it comes
+// after are done.
+func (b *Builds) lane(ctx context.Context) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		var next *job
+		for _, j := range b.jobs {
+			if j.queued && j.state == 0 && b.doneAll(j.after) {
+				next = j
+				break
+			}
+		}
+		if next == nil {
+			if ctx.Err() != nil {
+				return
+			}
+			b.cond.Wait()
+			continue
+		}
+		next.state = 1
+		b.mu.Unlock()
+		t0 := time.Now()
+		Stepf(b.out, "%s: building", next.what)
+		err := next.build(ctx)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", next.what, err)
+		} else {
+			Stepf(b.out, "%s: built in %.0f s", next.what, time.Since(t0).Seconds())
+		}
+		b.mu.Lock()
+		next.state, next.err = 2, err
+		b.cond.Broadcast()
+	}
+}
+
+// doneAll says whether the jobs building names are done (b.mu held).
+func (b *Builds) doneAll(names []string) bool {
+	for _, n := range names {
+		if j := b.jobOf(n); j != nil && j.state != 2 {
+			return false
+		}
+	}
+	return true
+}
+
+// Wait waits until names are built (asking for them if nobody had).
+func (b *Builds) Wait(ctx context.Context, names ...string) error {
+	if err := b.Add(names...); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.cond.Broadcast()
+	})
+	defer stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		var errs []error
+		done := true
+		for _, n := range names {
+			j := b.jobOf(n)
+			if j.state != 2 {
+				done = false
+			} else if j.err != nil {
+				errs = append(errs, j.err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b.cond.Wait()
+	}
+}
+
+// Build builds names (every binary when none is named) that are not cached
+// yet, and waits for them, printing each step's time.
+func Build(ctx context.Context, out io.Writer, names ...string) error {
+	if len(names) == 0 {
+		names = AllBinaries()
 	}
 	t0 := time.Now()
-	b.stepf("%s: building (%s cold)", what, cold)
-	if err := build(); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	b, err := StartBuild(ctx, out, names...)
+	if err != nil {
+		return err
 	}
-	b.stepf("%s: built in %.0f s", what, time.Since(t0).Seconds())
+	if err := b.Wait(ctx, names...); err != nil {
+		return err
+	}
+	Stepf(out, "%d binaries ready in %s (%.0f s)", len(names), filepath.Join(CacheDir(), "bin"), time.Since(t0).Seconds())
 	return nil
 }
 
 // goBuild runs the go command in dir with the module proxy's modules and the
 // machine's own toolchain.
-func goBuild(ctx context.Context, dir string, env []string, args ...string) error {
+func goBuild(ctx context.Context, dir string, args ...string) error {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod"), env...)
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go %s in %s: %w\n%s", strings.Join(args, " "), dir, err, out)
@@ -155,7 +326,7 @@ func goBuild(ctx context.Context, dir string, env []string, args ...string) erro
 // buildTo builds pkg in dir into the binary name, through a temporary file.
 func buildTo(ctx context.Context, dir, name, ldflags, pkg string) error {
 	bin := mustBinary(name)
-	if err := goBuild(ctx, dir, nil, "build", "-ldflags", ldflags, "-o", bin+".tmp", pkg); err != nil {
+	if err := goBuild(ctx, dir, "build", "-ldflags", ldflags, "-o", bin+".tmp", pkg); err != nil {
 		return err
 	}
 	return os.Rename(bin+".tmp", bin)
@@ -173,25 +344,23 @@ func goMod(ctx context.Context, module, version string) (string, error) {
 	return m.GoMod, err
 }
 
-func (b *builder) etcd(ctx context.Context) error {
-	return b.step("etcd "+EtcdVersion, "~1 min", func() error {
-		d, err := srcDir("etcd-" + EtcdVersion)
-		if err != nil {
-			return err
-		}
-		mod := "module local/etcd\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 " + EtcdVersion + "\n"
-		main := "package main\n\nimport (\n\t\"os\"\n\n\t\"go.etcd.io/etcd/server/v3/etcdmain\"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n"
-		if err := os.WriteFile(filepath.Join(d, "go.mod"), []byte(mod), 0o600); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(d, "main.go"), []byte(main), 0o600); err != nil {
-			return err
-		}
-		if err := goBuild(ctx, d, nil, "mod", "tidy"); err != nil {
-			return err
-		}
-		return buildTo(ctx, d, "etcd", "", ".")
-	}, "etcd")
+func buildEtcd(ctx context.Context) error {
+	d, err := srcDir("etcd-" + EtcdVersion)
+	if err != nil {
+		return err
+	}
+	mod := "module local/etcd\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 " + EtcdVersion + "\n"
+	main := "package main\n\nimport (\n\t\"os\"\n\n\t\"go.etcd.io/etcd/server/v3/etcdmain\"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n"
+	if err := os.WriteFile(filepath.Join(d, "go.mod"), []byte(mod), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(d, "main.go"), []byte(main), 0o600); err != nil {
+		return err
+	}
+	if err := goBuild(ctx, d, "mod", "tidy"); err != nil {
+		return err
+	}
+	return buildTo(ctx, d, "etcd", "", ".")
 }
 
 // stagingReplace matches k8s.io/kubernetes's replaces of its staging
@@ -209,11 +378,12 @@ func kubeWrapper(kubernetesMod []byte) string {
 	return mod.String()
 }
 
-// kube builds the API server, the controller manager and the scheduler
-// from one wrapper module that requires k8s.io/kubernetes and points each
-// of its staging modules at the published version.
-func (b *builder) kube(ctx context.Context) error {
-	return b.step("kube-apiserver, kube-controller-manager, kube-scheduler "+KubeVersion, "~6 min", func() error {
+// buildKube builds some of the API server, the controller manager and the
+// scheduler, in one go build, from one wrapper module that requires
+// k8s.io/kubernetes and points each of its staging modules at the published
+// version.
+func buildKube(names ...string) func(context.Context) error {
+	return func(ctx context.Context) error {
 		d, err := srcDir("kubernetes-" + KubeVersion)
 		if err != nil {
 			return err
@@ -231,18 +401,25 @@ func (b *builder) kube(ctx context.Context) error {
 		}
 		ld := "-X k8s.io/component-base/version.gitVersion=" + KubeVersion +
 			" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35"
-		for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-			if _, err := os.Stat(mustBinary(c)); err == nil {
-				continue
-			}
-			t0 := time.Now()
-			if err := buildTo(ctx, d, c, ld, "k8s.io/kubernetes/cmd/"+c); err != nil {
+		tmp, err := os.MkdirTemp(filepath.Join(CacheDir(), "bin"), "kube-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp) //nolint:errcheck // A temporary folder.
+		pkgs := make([]string, 0, len(names))
+		for _, n := range names {
+			pkgs = append(pkgs, "k8s.io/kubernetes/cmd/"+n)
+		}
+		if err := goBuild(ctx, d, append([]string{"build", "-ldflags", ld, "-o", tmp + "/"}, pkgs...)...); err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := os.Rename(filepath.Join(tmp, n), mustBinary(n)); err != nil {
 				return err
 			}
-			b.stepf("%s: built in %.0f s", c, time.Since(t0).Seconds())
 		}
 		return nil
-	}, "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+	}
 }
 
 // crossplaneModule writes a wrapper module with crossplane/v2's own
@@ -278,18 +455,14 @@ func crossplaneWrapper(src []byte, version string) string {
 	return strings.Join(out, "\n") + "\nrequire github.com/crossplane/crossplane/v2 " + version + "\n"
 }
 
-func (b *builder) crossplane(ctx context.Context) error {
-	return b.step("crossplane core "+CrossplaneVersion, "~6 min", func() error {
-		return crossplaneCommand(ctx, CrossplaneVersion, binCrossplane)
-	}, binCrossplane)
+func buildCrossplane(ctx context.Context) error {
+	return crossplaneCommand(ctx, CrossplaneVersion, binCrossplane)
 }
 
-// crank is the crossplane CLI, not served from v2.3 on: built from
+// buildCrank builds the crossplane CLI, not served from v2.3 on: built from
 // crossplane v2.2.0's module.
-func (b *builder) crank(ctx context.Context) error {
-	return b.step("crossplane CLI (crank) "+CrankVersion, "~2.5 min", func() error {
-		return crossplaneCommand(ctx, CrankVersion, binCrank)
-	}, binCrank)
+func buildCrank(ctx context.Context) error {
+	return crossplaneCommand(ctx, CrankVersion, binCrank)
 }
 
 // crossplaneCommand builds crossplane/v2's cmd/NAME at version through its
@@ -307,68 +480,62 @@ func crossplaneCommand(ctx context.Context, version, name string) error {
 		"github.com/crossplane/crossplane/v2/cmd/"+name)
 }
 
-func (b *builder) registry(ctx context.Context) error {
-	return b.step("registry "+RegistryVersion, "seconds", func() error {
-		tmp, err := os.MkdirTemp("", "registry")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp) //nolint:errcheck // A temporary folder.
-		cmd := exec.CommandContext(ctx, "go", "install", "github.com/google/go-containerregistry/cmd/registry@"+RegistryVersion)
-		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=", "GOTOOLCHAIN=local")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go install registry: %w\n%s", err, out)
-		}
-		return moveFile(filepath.Join(tmp, "registry"), mustBinary(binRegistry))
-	}, "registry")
+func buildRegistry(ctx context.Context) error {
+	tmp, err := os.MkdirTemp("", "registry")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) //nolint:errcheck // A temporary folder.
+	cmd := exec.CommandContext(ctx, "go", "install", "github.com/google/go-containerregistry/cmd/registry@"+RegistryVersion)
+	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=", "GOTOOLCHAIN=local")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go install registry: %w\n%s", err, out)
+	}
+	return moveFile(filepath.Join(tmp, "registry"), mustBinary(binRegistry))
 }
 
-// alertmanager is a real Alertmanager for the end-to-end suite (it reads an
+// buildAlertmanager builds a real Alertmanager for the end-to-end suite (it reads an
 // Integration's Secret). NOTE: its module carries no built web UI
 // (ui/app/dist is made by npm at release time), so it is built from a copy
 // of the module source with a placeholder page there; the API is complete.
-func (b *builder) alertmanager(ctx context.Context) error {
-	return b.step("alertmanager "+AlertmanagerVersion, "~1 min", func() error {
-		mod, err := moduleDir(ctx, "github.com/prometheus/alertmanager", AlertmanagerVersion)
-		if err != nil {
+func buildAlertmanager(ctx context.Context) error {
+	mod, err := moduleDir(ctx, "github.com/prometheus/alertmanager", AlertmanagerVersion)
+	if err != nil {
+		return err
+	}
+	d := filepath.Join(CacheDir(), "src", "alertmanager-"+AlertmanagerVersion)
+	if err := os.RemoveAll(d); err != nil {
+		return err
+	}
+	if err := copyTree(mod, d); err != nil {
+		return err
+	}
+	for _, ui := range []string{"elm", "mantine"} {
+		p := filepath.Join(d, "ui", "app", "dist", ui)
+		if err := os.MkdirAll(p, 0o750); err != nil {
 			return err
 		}
-		d := filepath.Join(CacheDir(), "src", "alertmanager-"+AlertmanagerVersion)
-		if err := os.RemoveAll(d); err != nil {
+		page := "<html><body>Alertmanager built from its Go module for provider-terdut tests: no web UI; the API works.</body></html>\n"
+		if err := os.WriteFile(filepath.Join(p, "index.html"), []byte(page), 0o600); err != nil {
 			return err
 		}
-		if err := copyTree(mod, d); err != nil {
-			return err
-		}
-		for _, ui := range []string{"elm", "mantine"} {
-			p := filepath.Join(d, "ui", "app", "dist", ui)
-			if err := os.MkdirAll(p, 0o750); err != nil {
-				return err
-			}
-			page := "<html><body>Alertmanager built from its Go module for provider-terdut tests: no web UI; the API works.</body></html>\n"
-			if err := os.WriteFile(filepath.Join(p, "index.html"), []byte(page), 0o600); err != nil {
-				return err
-			}
-		}
-		return buildTo(ctx, d, "alertmanager", "-X github.com/prometheus/common/version.Version="+strings.TrimPrefix(AlertmanagerVersion, "v"), "./cmd/alertmanager")
-	}, "alertmanager")
+	}
+	return buildTo(ctx, d, "alertmanager", "-X github.com/prometheus/common/version.Version="+strings.TrimPrefix(AlertmanagerVersion, "v"), "./cmd/alertmanager")
 }
 
-func (b *builder) kwok(ctx context.Context) error {
-	return b.step("kwok "+KwokVersion, "~5 min", func() error {
-		d, err := srcDir("kwok-" + KwokVersion)
-		if err != nil {
-			return err
-		}
-		mod := fmt.Sprintf("module local/kwok\n\ngo 1.26.0\n\ntool %s/cmd/kwok\n\nrequire %s %s\n", KwokModule, KwokModule, KwokVersion)
-		if err := os.WriteFile(filepath.Join(d, "go.mod"), []byte(mod), 0o600); err != nil {
-			return err
-		}
-		if err := goBuild(ctx, d, nil, "mod", "tidy"); err != nil {
-			return err
-		}
-		return buildTo(ctx, d, "kwok", "", KwokModule+"/cmd/kwok")
-	}, "kwok")
+func buildKwok(ctx context.Context) error {
+	d, err := srcDir("kwok-" + KwokVersion)
+	if err != nil {
+		return err
+	}
+	mod := fmt.Sprintf("module local/kwok\n\ngo 1.26.0\n\ntool %s/cmd/kwok\n\nrequire %s %s\n", KwokModule, KwokModule, KwokVersion)
+	if err := os.WriteFile(filepath.Join(d, "go.mod"), []byte(mod), 0o600); err != nil {
+		return err
+	}
+	if err := goBuild(ctx, d, "mod", "tidy"); err != nil {
+		return err
+	}
+	return buildTo(ctx, d, "kwok", "", KwokModule+"/cmd/kwok")
 }
 
 // copyTree copies a folder (a module in the read-only module cache) to dst,

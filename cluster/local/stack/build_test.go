@@ -1,12 +1,17 @@
 package stack
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
+	"io"
 	"math/big"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -102,5 +107,92 @@ func TestIssue(t *testing.T) {
 	}
 	if _, err := tls.X509KeyPair(srv.certPEM, srv.keyPEM); err != nil {
 		t.Errorf("the PEM pair does not load: %v", err)
+	}
+}
+
+// fakeJobs are jobs that record when they run and finish when released.
+type fakeJobs struct {
+	mu      sync.Mutex
+	running map[string]bool
+	most    int
+	started []string
+	release map[string]chan error
+}
+
+func (f *fakeJobs) job(name string, after ...string) *job {
+	f.release[name] = make(chan error, 1)
+	return &job{what: name, names: []string{name}, after: after, build: func(ctx context.Context) error {
+		f.mu.Lock()
+		f.running[name] = true
+		f.started = append(f.started, name)
+		f.most = max(f.most, len(f.running))
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			delete(f.running, name)
+			f.mu.Unlock()
+		}()
+		select {
+		case err := <-f.release[name]:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+}
+
+func (f *fakeJobs) startedNow() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.started)
+}
+
+// waitStarted waits until the jobs started are want, in that order.
+func (f *fakeJobs) waitStarted(t *testing.T, want ...string) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if slices.Equal(f.startedNow(), want) {
+			return
+		}
+	}
+	t.Fatalf("jobs started %v, want %v", f.startedNow(), want)
+}
+
+// Builds run what was asked for in the order asked, two at a time, a job
+// only after those it comes after, nothing cached, and Wait says which
+// failed.
+func TestBuildsRunTheLongestFirstTwoAtATime(t *testing.T) {
+	f := &fakeJobs{running: map[string]bool{}, release: map[string]chan error{}}
+	jobs := []*job{f.job("apiserver"), f.job("etcd"), f.job("crossplane"), f.job("cached"), f.job("controllers", "apiserver"), f.job("kwok")}
+	b, err := startJobs(t.Context(), io.Discard, jobs, func(n []string) bool { return n[0] == "cached" }, "apiserver", "etcd", "crossplane", "cached")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitStarted(t, "apiserver", "etcd")
+	if err := b.Add("controllers", "kwok"); err != nil {
+		t.Fatal(err)
+	}
+	f.release["etcd"] <- nil
+	f.waitStarted(t, "apiserver", "etcd", "crossplane")
+	f.release["crossplane"] <- nil
+	// The controllers share the API server's packages: kwok goes first.
+	f.waitStarted(t, "apiserver", "etcd", "crossplane", "kwok")
+	f.release["apiserver"] <- nil
+	if err := b.Wait(t.Context(), "apiserver", "etcd", "crossplane", "cached"); err != nil {
+		t.Errorf("Wait for the core: %v", err)
+	}
+	f.waitStarted(t, "apiserver", "etcd", "crossplane", "kwok", "controllers")
+	f.release["kwok"] <- errors.New("no module")
+	f.release["controllers"] <- nil
+	if err := b.Wait(t.Context(), "controllers", "kwok"); err == nil || !strings.Contains(err.Error(), "kwok: no module") {
+		t.Errorf("Wait for a failed build: %v, want its error", err)
+	}
+	if f.most > lanes {
+		t.Errorf("%d builds ran at once, want at most %d", f.most, lanes)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := b.Wait(ctx, "never-asked"); err == nil {
+		t.Error("Wait for an unknown binary: no error")
 	}
 }

@@ -53,11 +53,12 @@ func controlPlane() []string {
 	return []string{"rbac-manager", binCrossplane, binControllers, binAPIServer, binEtcd}
 }
 
-// StartControlPlane starts etcd, kube-apiserver, kube-controller-manager
-// and Crossplane core (its CRDs from its module, its TLS Secrets) on
-// 127.0.0.1 from an empty run directory, and connects the stack's client.
+// StartControlPlane starts etcd, kube-apiserver and Crossplane core (its
+// CRDs from its module, its TLS Secrets) on 127.0.0.1 from an empty run
+// directory, and connects the stack's client. Managed resources need no
+// more; StartControllers adds kube-controller-manager.
 func (s *Stack) StartControlPlane(ctx context.Context) error {
-	for _, b := range []string{binEtcd, binAPIServer, binControllers, binCrossplane} {
+	for _, b := range []string{binEtcd, binAPIServer, binCrossplane} {
 		if _, err := os.Stat(mustBinary(b)); err != nil {
 			return fmt.Errorf("%s is not built: run `go run ./cluster/local/stackctl build` first", b)
 		}
@@ -102,16 +103,28 @@ func (s *Stack) StartControlPlane(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := s.Start(ctx, binControllers, mustBinary(binControllers), "--kubeconfig", s.Kubeconfig,
-		"--authentication-kubeconfig", s.Kubeconfig, "--authorization-kubeconfig", s.Kubeconfig,
-		"--controllers", "garbagecollector,namespace,deployment,replicaset", "--leader-elect=false",
-		"--bind-address", "127.0.0.1", "--secure-port", port(portControllers), "--use-service-account-credentials=false"); err != nil {
-		return err
-	}
 	if err := s.connect(); err != nil {
 		return err
 	}
 	return s.startCrossplane(ctx, port)
+}
+
+// StartControllers starts kube-controller-manager with the controllers the
+// stack's objects need: garbage collection, namespace deletion, and
+// Deployments' ReplicaSets and pods.
+func (s *Stack) StartControllers(ctx context.Context) error {
+	if err := s.built(ctx, binControllers); err != nil {
+		return err
+	}
+	port := strconv.Itoa(portControllers + s.PortOffset)
+	if _, err := s.Start(ctx, binControllers, mustBinary(binControllers), "--kubeconfig", s.Kubeconfig,
+		"--authentication-kubeconfig", s.Kubeconfig, "--authorization-kubeconfig", s.Kubeconfig,
+		"--controllers", "garbagecollector,namespace,deployment,replicaset", "--leader-elect=false",
+		"--bind-address", "127.0.0.1", "--secure-port", port, "--use-service-account-credentials=false"); err != nil {
+		return err
+	}
+	s.controllers = true
+	return nil
 }
 
 // startCrossplane installs Crossplane's CRDs and TLS Secrets (`crossplane

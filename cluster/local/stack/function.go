@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -21,8 +22,12 @@ const FunctionName = "ryuvia-function-terdut"
 // FunctionRevision is made by hand, paused (nothing pulls an image), with
 // the endpoint in its status.
 func (s *Stack) StartFunction(ctx context.Context) error {
-	if err := s.Build(ctx, "function", "./cmd/function"); err != nil {
-		return err
+	// NOTE: a stack that installed the provider's packages runs the
+	// function from its package (Install extracted it); others build it.
+	if _, err := os.Stat(s.Bin("function")); err != nil {
+		if err := s.Build(ctx, "function", "./cmd/function"); err != nil {
+			return err
+		}
 	}
 	dir := filepath.Join(s.Run, "function-tls")
 	s.Stepf("composition function: server certificate for 127.0.0.1 from crossplane-root-ca")

@@ -63,6 +63,16 @@ func (s *Stack) Install(ctx context.Context) error {
 			return err
 		}
 	}
+	// NOTE: what runs is what ships: the provider and the composition
+	// function run from the binaries in their packages' runtime images.
+	for _, c := range []struct{ pkg, path, bin string }{
+		{"provider-terdut", "/usr/local/bin/provider", "provider"},
+		{"function-terdut", "/usr/local/bin/function", "function"},
+	} {
+		if err := ExtractBinary(ctx, registry+"/"+c.pkg+":"+packageVersion, c.path, s.Bin(c.bin)); err != nil {
+			return err
+		}
+	}
 	b, err := os.ReadFile(filepath.Join(s.Root, "cluster/install/provider.yaml"))
 	if err != nil {
 		return err

@@ -46,9 +46,22 @@ func kwokStages() []string {
 	}
 }
 
-// StartNodes starts kube-scheduler and kwok (Build builds them), registers
-// the fake node and waits until it is Ready.
+// StartNodes starts kube-controller-manager (unless it runs), kube-scheduler
+// and kwok (waiting for their builds), registers the fake node and waits
+// until it is Ready.
 func (s *Stack) StartNodes(ctx context.Context) error {
+	t0 := time.Now()
+	if err := s.built(ctx, NodeBinaries()...); err != nil {
+		return err
+	}
+	if t := time.Since(t0); t > time.Second {
+		s.Stepf("nodes: waited %.0f s for their binaries", t.Seconds())
+	}
+	if !s.controllers {
+		if err := s.StartControllers(ctx); err != nil {
+			return err
+		}
+	}
 	sched, kwok := mustBinary(binScheduler), mustBinary(binKwok)
 	dir, err := moduleDir(ctx, KwokModule, KwokVersion)
 	if err != nil {
@@ -79,7 +92,7 @@ func (s *Stack) StartNodes(ctx context.Context) error {
 	if err := s.Kube.Create(ctx, n); err != nil {
 		return fmt.Errorf("register node %s: %w", NodeName, err)
 	}
-	t0 := time.Now()
+	t0 = time.Now()
 	if err := s.poll(ctx, "node "+NodeName+" Ready", 60*time.Second, func() (bool, error) {
 		if err := s.Kube.Get(ctx, client.ObjectKey{Name: NodeName}, n); err != nil {
 			return false, err

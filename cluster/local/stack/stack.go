@@ -68,6 +68,11 @@ type Options struct {
 	// Nodes starts kube-scheduler and kwok with a fake node, so composed
 	// Deployments get pods that turn Ready (StartNodes).
 	Nodes bool
+	// NodesLater has Up only start building what runs pods
+	// (kube-controller-manager, kube-scheduler, kwok) and leaves starting
+	// them to the caller's StartNodes, so managed resources can turn Ready
+	// while those still compile (make dev).
+	NodesLater bool
 }
 
 // Stack is a running stack. Everything it started is stopped by PID, by
@@ -92,6 +97,9 @@ type Stack struct {
 	ProviderKubeconfig string
 	// Identity is what the provider runs as, once installed.
 	Identity Identity
+
+	builds      *Builds
+	controllers bool
 }
 
 // CacheDir is the folder the control plane's binaries and run directories
@@ -116,7 +124,22 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 	if err := os.RemoveAll(s.Run); err != nil {
 		return nil, err
 	}
-	if err := Build(ctx, s.Out); err != nil {
+	// NOTE: the API server, the longest compile, starts first, the rest of
+	// what managed resources need beside it; what runs pods is built once
+	// those are done, beside the control plane and the provider.
+	builds, err := StartBuild(ctx, s.Out, CoreBinaries()...)
+	if err != nil {
+		return nil, err
+	}
+	s.builds = builds
+	if err := builds.Wait(ctx, CoreBinaries()...); err != nil {
+		return nil, err
+	}
+	later := []string{binControllers}
+	if o.Nodes || o.NodesLater {
+		later = NodeBinaries()
+	}
+	if err := builds.Add(later...); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(s.Run, 0o750); err != nil {
@@ -125,13 +148,26 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 	if err := s.StartControlPlane(ctx); err != nil {
 		return nil, err
 	}
-	if o.Nodes {
+	switch {
+	case o.NodesLater:
+	case o.Nodes:
 		if err := s.StartNodes(ctx); err != nil {
 			return nil, err
 		}
+	default:
+		if err := s.built(ctx, binControllers); err != nil {
+			return nil, err
+		}
+		if err := s.StartControllers(ctx); err != nil {
+			return nil, err
+		}
 	}
-	if err := s.Build(ctx, "provider", "./cmd/provider"); err != nil {
-		return nil, err
+	// NOTE: installed through the package manager, the provider that runs
+	// is the binary in its package (Install extracts it).
+	if o.Admin {
+		if err := s.Build(ctx, "provider", "./cmd/provider"); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.Build(ctx, "terdut-double", "./cmd/terdut-double"); err != nil {
 		return nil, err
@@ -228,6 +264,20 @@ func (s *Stack) Build(ctx context.Context, name, pkg string) error {
 	cmd.Dir = s.Root
 	cmd.Stdout, cmd.Stderr = s.Out, os.Stderr
 	return cmd.Run()
+}
+
+// built waits until the stack's background builds have built names (or
+// checks that they are cached, on a stack Up did not start).
+func (s *Stack) built(ctx context.Context, names ...string) error {
+	if s.builds != nil {
+		return s.builds.Wait(ctx, names...)
+	}
+	for _, n := range names {
+		if _, err := os.Stat(mustBinary(n)); err != nil {
+			return fmt.Errorf("%s is not built: run `go run ./cluster/local/stackctl build` first", n)
+		}
+	}
+	return nil
 }
 
 // Bin is the path of a binary Build made.

@@ -44,7 +44,7 @@ func dev(ctx context.Context, o stack.Options) error {
 	}
 
 	t := time.Now()
-	s.Stepf("examples: applying examples/terdut")
+	s.Stepf("managed resources: applying examples/terdut")
 	if err := kc(read("examples/terdut/00-namespace.yaml"), "apply", "-f", "-"); err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func dev(ctx context.Context, o stack.Options) error {
 	if err := kc(nil, "-n", "team-a", "wait", "--for=condition=Ready", "--timeout=180s", "team,escalationpolicy,deadmanswitch,integration", "--all"); err != nil {
 		return err
 	}
-	s.Stepf("examples Ready in %s", took(t))
+	s.Stepf("examples Ready in %s: first managed resources Ready %s after start", took(t), took(t0))
 
 	t = time.Now()
 	if err := s.StartFunction(ctx); err != nil {
@@ -66,6 +66,14 @@ func dev(ctx context.Context, o stack.Options) error {
 	// nothing: the provider reaches a second, fresh double (which the
 	// claim's bootstrap ServiceAccount registers on) through the claim's
 	// endpoint override.
+	// NOTE: the claims' Deployment needs pods: what runs them (built
+	// beside the steps above) starts now.
+	t = time.Now()
+	if err := s.StartNodes(ctx); err != nil {
+		return err
+	}
+	s.Stepf("nodes ready in %s", took(t))
+
 	t = time.Now()
 	claims, err := s.StartDouble(ctx, "terdut-double-claims", "-fresh")
 	if err != nil {

@@ -5,7 +5,7 @@
 // and the provider. Everything it starts binds 127.0.0.1 (Crossplane core's
 // ports excepted), keeps running after it exits and is stopped by PID.
 //
-//	stackctl build                   every binary, built once and cached; cold ~15 min
+//	stackctl build [NAME...]         every binary (or those named), built once and cached
 //	stackctl up [-name dev] [-offset 0] [-- provider flags...]
 //	stackctl dev [-offset 0]         make dev: up, the examples, the claims; stays up
 //	stackctl down [-name dev]        stop what up or dev started
@@ -53,7 +53,7 @@ func run(args []string) error {
 	run := filepath.Join(stack.CacheDir(), "run", *name)
 	switch args[0] {
 	case "build":
-		return stack.Build(ctx, os.Stdout)
+		return stack.Build(ctx, os.Stdout, fs.Args()...)
 	case "path":
 		if fs.NArg() != 1 {
 			return errors.New(usage)
@@ -87,7 +87,7 @@ func run(args []string) error {
 			fmt.Printf("double=%s\nkubeconfig=%s\n", s.Double.URL, s.Kubeconfig)
 			return nil
 		}
-		o.Name = "dev"
+		o.Name, o.NodesLater = "dev", true
 		if len(o.ProviderArgs) == 0 {
 			o.ProviderArgs = []string{"--poll=30s"}
 		}
