@@ -165,10 +165,10 @@ func deleteAfterLostCreate(t *testing.T, since time.Time) (*controllertest.Fixtu
 	t.Helper()
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	seed(t, f, teamID, onServer())
+	seed(t, f, teamID, onServer()) // made by the server at controllertest.Now()
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	cr := sw(teamID)
-	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: now.Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: controllertest.Now().Add(-time.Second).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
 	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
 	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }

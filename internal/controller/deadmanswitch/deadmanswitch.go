@@ -148,7 +148,8 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 // for by name with fresh reads (a list's silence waited out as for any
 // switch) and, if it is this MR's own, deleted like a recorded one instead
 // of left on the server. A switch of that name another MR holds, or one made
-// before this MR existed, is not its own and stays.
+// before this MR existed or before that create began, is not its own and
+// stays.
 func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalObservation, error) {
 	p := cr.Spec.ForProvider
 	teamID, err := generic.TeamID(p.TeamID, 0)
@@ -169,9 +170,15 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) 
 		ID:        func(s *terdut.DeadmanSwitch) int64 { return s.ID },
 		CreatedAt: func(s *terdut.DeadmanSwitch) time.Time { return s.CreatedAt },
 	}
-	found := generic.FindFirst(list, func(s terdut.DeadmanSwitch) bool {
-		return (s.Name == name || (attempted != "" && s.Name == attempted)) && generic.Ours(ctx, e.adopter, n, &s)
-	})
+	// NOTE: only a switch made since that create began can be what it
+	// made: one made earlier (by hand, or by anyone) stays.
+	since, _ := time.Parse(time.RFC3339, cr.GetAnnotations()[AnnotationCreateAttempted])
+	found, err := generic.FindOurs(ctx, e.adopter, n, list, func(s terdut.DeadmanSwitch) bool {
+		return s.Name == name || (attempted != "" && s.Name == attempted)
+	}, since)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
 	if found == nil {
 		if err := e.absence.MissingByName(cr, "dead man's switch", name); err != nil {
 			return managed.ExternalObservation{}, err
@@ -231,6 +238,9 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 			if err := e.markAttempt(ctx, cr); err != nil {
 				return nil, err
 			}
+			// NOTE: this POST may make the switch: a silence waited out
+			// before it says nothing about what is there after it.
+			e.absence.Seen(cr, 0)
 			return e.api.CreateDeadmanSwitch(ctx, teamID, Desired(p))
 		},
 		ID:        func(s *terdut.DeadmanSwitch) int64 { return s.ID },

@@ -149,13 +149,43 @@ func madeBefore[T any](a Adopter, n Natural[T], obj *T) (time.Time, bool) {
 }
 
 // Ours reports whether obj, found by its natural key, may be what this
-// MR's own interrupted create made: no other MR holds it, and the server
-// did not make it before the MR existed. An MR being deleted deletes such
-// an object too; any other it leaves alone.
-func Ours[T any](ctx context.Context, a Adopter, n Natural[T], obj *T) bool {
-	if a.Check.Allowed(ctx, n.ID(obj)) != nil {
-		return false
+// MR's own interrupted create made: no other MR holds it, and the server made
+// it neither before the MR existed nor before that create began (attempt,
+// less the clock allowance; zero: unknown). An MR being deleted deletes such
+// an object too; any other it leaves alone. An ownership check that fails
+// (rather than refuses) is an error: not knowing is neither "ours" nor
+// "gone".
+func Ours[T any](ctx context.Context, a Adopter, n Natural[T], obj *T, attempt time.Time) (bool, error) {
+	if err := a.Check.Allowed(ctx, n.ID(obj)); err != nil {
+		if IsNotOwned(err) {
+			return false, nil
+		}
+		return false, err
 	}
-	_, before := madeBefore(a, n, obj)
-	return !before
+	if _, before := madeBefore(a, n, obj); before {
+		return false, nil
+	}
+	if attempt.IsZero() || n.CreatedAt == nil {
+		return true, nil
+	}
+	made := n.CreatedAt(obj)
+	return made.IsZero() || !made.Before(attempt.Add(-ClockAllowance)), nil
+}
+
+// FindOurs returns the first item of list that match selects and Ours
+// says is this MR's own (attempt as for Ours), or nil.
+func FindOurs[T any](ctx context.Context, a Adopter, n Natural[T], list []T, match func(T) bool, attempt time.Time) (*T, error) {
+	for i := range list {
+		if !match(list[i]) {
+			continue
+		}
+		ours, err := Ours(ctx, a, n, &list[i], attempt)
+		if err != nil {
+			return nil, err
+		}
+		if ours {
+			return &list[i], nil
+		}
+	}
+	return nil, nil
 }

@@ -299,6 +299,9 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 				return nil, errors.Wrapf(err, errPrepareSecret, secretName(cr))
 			}
 			s = marked
+			// NOTE: this POST may make the integration: a silence waited
+			// out before it says nothing about what is there after it.
+			e.absence.Seen(cr, 0)
 			return e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
 		},
 		ID:        func(in *terdut.Integration) int64 { return in.ID },
@@ -342,7 +345,10 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 		return managed.ExternalObservation{}, nil //nolint:nilerr // No team was resolved, so no create reached the server.
 	}
 	s, err := e.secret(ctx, e.read(), cr)
-	if err != nil || s == nil {
+	if err != nil || s == nil || !controlledBy(s, cr) {
+		// NOTE: only a Secret this MR controls shows what its creates
+		// did; one another object controls (a copied secret name) shows
+		// nothing of this MR's.
 		return managed.ExternalObservation{}, err
 	}
 	held, creating := s.Annotations[AnnotationIntegrationID], s.Annotations[AnnotationCreating]
@@ -357,17 +363,11 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 		ID:        func(in *terdut.Integration) int64 { return in.ID },
 		CreatedAt: func(in *terdut.Integration) time.Time { return in.CreatedAt },
 	}
-	mine := func(in terdut.Integration) bool {
+	match := func(in terdut.Integration) bool {
 		if held != "" {
 			return generic.FormatID(in.ID) == held
 		}
-		if in.Name != name && (attempted == "" || in.Name != attempted) {
-			return false
-		}
-		if !marked.IsZero() && !in.CreatedAt.IsZero() && in.CreatedAt.Before(marked.Add(-orphanClockAllowance)) {
-			return false // made before the lost create began
-		}
-		return generic.Ours(ctx, e.adopter, n, &in)
+		return in.Name == name || (attempted != "" && in.Name == attempted)
 	}
 	list, err := e.api.ListIntegrationsFresh(ctx, teamID)
 	if terdut.IsNotFound(err) {
@@ -376,7 +376,10 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errListIntegrations)
 	}
-	found := generic.FindFirst(list, mine)
+	found, err := generic.FindOurs(ctx, e.adopter, n, list, match, marked)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
 	if found == nil {
 		if err := e.absence.MissingByName(cr, "integration", name); err != nil {
 			return managed.ExternalObservation{}, err

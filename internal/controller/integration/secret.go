@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,7 +41,7 @@ const orphanClockAllowance = time.Minute
 // deleting it breaks nothing, and adopting it would leave the MR without a
 // key.
 func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, teamID int64, s *corev1.Secret, seen *terdut.Integration) (bool, error) {
-	if s == nil || s.Annotations[AnnotationCreating] == "" {
+	if s == nil || s.Annotations[AnnotationCreating] == "" || !controlledBy(s, cr) {
 		return false, nil
 	}
 	marked, err := time.Parse(time.RFC3339, s.Annotations[AnnotationCreating])
@@ -113,6 +114,13 @@ func (e *external) writeSecretOver(ctx context.Context, cr *v1alpha1.Integration
 	want.ResourceVersion, want.Labels = cur.ResourceVersion, cur.Labels
 	generic.OwnSecret(want)
 	return want, e.kube.Update(ctx, want)
+}
+
+// controlledBy reports whether cr controls the Secret: only then do its
+// marks say what cr's creates did.
+func controlledBy(s *corev1.Secret, cr *v1alpha1.Integration) bool {
+	c := metav1.GetControllerOf(s)
+	return c != nil && c.UID == cr.GetUID()
 }
 
 // secret is the connection Secret as r reads it; nil when there is none.

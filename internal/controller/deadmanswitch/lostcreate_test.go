@@ -1,0 +1,142 @@
+package deadmanswitch
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+// A lost create makes at most one switch. A switch of the same name made by
+// hand after the MR existed but before its create attempt (which a short list
+// hid from the attempt's lookup) is not what that create made: deleting the
+// MR deletes its own switch and leaves that one, even though the external
+// name Observe finds is not kept while the MR is deleted.
+func TestDeletingAfterALostCreateDeletesOnlyWhatThatCreateMade(t *testing.T) {
+	clock := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	srv := terdutdouble.New(terdutdouble.Options{AdminKey: controllertest.AdminKey, Now: func() time.Time { return clock }})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	cl, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: controllertest.AdminKey, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := cl.CreateTeam(t.Context(), "Platform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := clock.Add(-time.Hour) // the MR was made an hour ago
+	clock = clock.Add(-30 * time.Minute)
+	hand, err := cl.CreateDeadmanSwitch(t.Context(), tm.ID, onServer()) // by hand, half an hour after the MR
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(30 * time.Minute) // the MR's create attempt: marked, POSTed, answer lost
+	stored := sw(tm.ID)
+	stored.SetUID("uid-sw")
+	meta.AddAnnotations(stored, map[string]string{AnnotationCreateAttempted: clock.Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+	if _, err := cl.CreateDeadmanSwitch(t.Context(), tm.ID, onServer()); err != nil {
+		t.Fatal(err)
+	}
+	stored.SetDeletionTimestamp(&metav1.Time{Time: clock})
+	now := clock
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: cl, adopter: generic.Adopter{Record: rec, Since: since}, record: rec, absence: absence}
+	for range 10 {
+		now = now.Add(20 * time.Second)
+		cr := stored.DeepCopy() // the external name Observe sets is not persisted while deleting
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := srv.Snapshot().Switches
+	if len(left) != 1 || left[0].ID != hand.ID {
+		t.Errorf("switches left %+v: want exactly the hand-made switch %d (made before the create attempt); the MR deleted more than its lost create made", left, hand.ID)
+	}
+}
+
+// A create resumed after an earlier lost attempt waits out a list's silence,
+// then POSTs; that POST commits and its answer is lost too. The MR is then
+// deleted while lists are one item short for 20 s (less than the 45 s wait):
+// the wait Create finished before its POST does not confirm that the switch
+// the POST made is gone.
+func TestASilenceWaitedOutBeforeAPostDoesNotConfirmWhatItMadeGone(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	cr := sw(teamID)
+	cr.SetUID("uid-sw")
+	// The earlier attempt, on the server's clock (controllertest.Now).
+	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: controllertest.Now().Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	for range 10 {
+		_, _ = e.Create(t.Context(), cr)
+		if len(f.Server.Snapshot().Switches) == 1 {
+			break
+		}
+		now = now.Add(10 * time.Second)
+	}
+	if n := len(f.Server.Snapshot().Switches); n != 1 || meta.GetExternalName(cr) != "" {
+		t.Fatalf("setup: %d switches, external name %q; want the resumed create's POST committed and its answer lost", n, meta.GetExternalName(cr))
+	}
+	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
+	f.Server.SetQuirks(terdutdouble.Quirks{ShortLists: true})
+	start := now
+	gone := deleting(t, e, cr, 20, func() {
+		now = now.Add(5 * time.Second)
+		if now.Sub(start) > 20*time.Second {
+			f.Server.SetQuirks(terdutdouble.Quirks{})
+		}
+	})
+	if n := len(f.Server.Snapshot().Switches); n != 0 {
+		t.Errorf("the MR let go (%v) after one short list, with %d switch(es) its lost create made left on the server", gone, n)
+	}
+}
+
+// An MR being deleted after a lost create whose ownership check cannot be
+// made (a failed list of MRs) neither deletes nor lets go: not knowing
+// whether the switch is its own is not "gone".
+func TestAnOwnershipCheckThatFailsIsNotReadAsGone(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	seed(t, f, teamID, onServer()) // what the lost create made
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	cr := sw(teamID)
+	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: now.Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	failing := func(context.Context, int64) error {
+		return errors.New("cannot list managed resources to check ownership: etcdserver: request timed out")
+	}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Check: failing}, record: rec, absence: absence}
+	gone := deleting(t, e, cr, 5, func() { now = now.Add(20 * time.Second) })
+	if n := len(f.Server.Snapshot().Switches); gone && n != 0 {
+		t.Errorf("the MR let go while its ownership check failed, with %d switch(es) its lost create made left on the server", n)
+	}
+}
