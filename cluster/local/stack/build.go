@@ -323,10 +323,15 @@ func goBuild(ctx context.Context, dir string, args ...string) error {
 	return nil
 }
 
+// noDebug are the linker flags that leave out the symbol table and DWARF:
+// the stack's binaries are run, never debugged, and a Kubernetes binary
+// links markedly faster without them.
+const noDebug = "-s -w"
+
 // buildTo builds pkg in dir into the binary name, through a temporary file.
 func buildTo(ctx context.Context, dir, name, ldflags, pkg string) error {
 	bin := mustBinary(name)
-	if err := goBuild(ctx, dir, "build", "-ldflags", ldflags, "-o", bin+".tmp", pkg); err != nil {
+	if err := goBuild(ctx, dir, "build", "-ldflags", strings.TrimSpace(noDebug+" "+ldflags), "-o", bin+".tmp", pkg); err != nil {
 		return err
 	}
 	return os.Rename(bin+".tmp", bin)
@@ -399,7 +404,7 @@ func buildKube(names ...string) func(context.Context) error {
 		if err := os.WriteFile(filepath.Join(d, "go.mod"), []byte(kubeWrapper(src)), 0o600); err != nil {
 			return err
 		}
-		ld := "-X k8s.io/component-base/version.gitVersion=" + KubeVersion +
+		ld := noDebug + " -X k8s.io/component-base/version.gitVersion=" + KubeVersion +
 			" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35"
 		tmp, err := os.MkdirTemp(filepath.Join(CacheDir(), "bin"), "kube-")
 		if err != nil {
@@ -486,7 +491,7 @@ func buildRegistry(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(tmp) //nolint:errcheck // A temporary folder.
-	cmd := exec.CommandContext(ctx, "go", "install", "github.com/google/go-containerregistry/cmd/registry@"+RegistryVersion)
+	cmd := exec.CommandContext(ctx, "go", "install", "-ldflags="+noDebug, "github.com/google/go-containerregistry/cmd/registry@"+RegistryVersion)
 	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=", "GOTOOLCHAIN=local")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go install registry: %w\n%s", err, out)

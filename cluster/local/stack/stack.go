@@ -68,10 +68,10 @@ type Options struct {
 	// Nodes starts kube-scheduler and kwok with a fake node, so composed
 	// Deployments get pods that turn Ready (StartNodes).
 	Nodes bool
-	// NodesLater has Up only start building what runs pods
-	// (kube-controller-manager, kube-scheduler, kwok) and leaves starting
-	// them to the caller's StartNodes, so managed resources can turn Ready
-	// while those still compile (make dev).
+	// NodesLater has Up start building what runs pods
+	// (kube-controller-manager, kube-scheduler, kwok) only once the provider
+	// runs, and leaves starting them to the caller's StartNodes, so managed
+	// resources turn Ready while those still compile (make dev).
 	NodesLater bool
 }
 
@@ -126,7 +126,7 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 	}
 	// NOTE: the API server, the longest compile, starts first, the rest of
 	// what managed resources need beside it; what runs pods is built once
-	// those are done, beside the control plane and the provider.
+	// those are done (with NodesLater, once the provider runs).
 	builds, err := StartBuild(ctx, s.Out, CoreBinaries()...)
 	if err != nil {
 		return nil, err
@@ -136,11 +136,13 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	later := []string{binControllers}
-	if o.Nodes || o.NodesLater {
+	if o.Nodes {
 		later = NodeBinaries()
 	}
-	if err := builds.Add(later...); err != nil {
-		return nil, err
+	if !o.NodesLater {
+		if err := builds.Add(later...); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(s.Run, 0o750); err != nil {
 		return nil, err
@@ -193,6 +195,13 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 	}
 	if err := s.StartProvider(ctx); err != nil {
 		return nil, err
+	}
+	if o.NodesLater {
+		// NOTE: only now: the provider's own compile above had the
+		// machine to itself.
+		if err := builds.Add(NodeBinaries()...); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
