@@ -121,11 +121,7 @@ func buildPackages(ctx context.Context, s settings) error {
 	if err != nil {
 		return err
 	}
-	templated := strings.NewReplacer(
-		"pack.example.com/ryuvia/", strings.TrimSuffix(s.registry, "/")+"/",
-		`">=v0.1.0"`, `">=`+s.version+`"`,
-	).Replace(string(meta))
-	if err := os.WriteFile(filepath.Join(root, "crossplane.yaml"), []byte(templated), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "crossplane.yaml"), []byte(templateDependencies(string(meta), s.registry, s.version)), 0o600); err != nil {
 		return err
 	}
 	d, err := packageFile(root, nil, bi, packagePath(s, "configuration-terdut", ""), "configuration-terdut:"+s.version)
@@ -136,6 +132,15 @@ func buildPackages(ctx context.Context, s settings) error {
 	fmt.Printf("packages in %s: provider-terdut and function-terdut for %s with their runtime, configuration-terdut depending on %s at >=%s\n  %s\n",
 		s.packages, strings.Join(s.platforms, ", "), s.registry, s.version, strings.Join(made, "\n  "))
 	return nil
+}
+
+// templateDependencies points the Configuration's dependencies (written as
+// xpkg.example.com/ryuvia/NAME at >=v0.1.0) at registry and version.
+func templateDependencies(meta, registry, version string) string {
+	return strings.NewReplacer(
+		"xpkg.example.com/ryuvia/", strings.TrimSuffix(registry, "/")+"/",
+		`">=v0.1.0"`, `">=`+version+`"`,
+	).Replace(meta)
 }
 
 // packageFile builds the package in dir on base and writes it to path,
