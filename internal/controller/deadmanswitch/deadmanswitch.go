@@ -173,20 +173,9 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) 
 	// NOTE: only a switch made since that create began can be what it
 	// made: one made earlier (by hand, or by anyone) stays.
 	since, _ := time.Parse(time.RFC3339, cr.GetAnnotations()[AnnotationCreateAttempted])
-	found, err := generic.FindOurs(ctx, e.adopter, n, list, func(s terdut.DeadmanSwitch) bool {
+	return generic.ObserveLost(ctx, e.adopter, e.absence, cr, n, list, func(s terdut.DeadmanSwitch) bool {
 		return s.Name == name || (attempted != "" && s.Name == attempted)
 	}, since)
-	if err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	if found == nil {
-		if err := e.absence.MissingByName(cr, "dead man's switch", name); err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		return managed.ExternalObservation{}, nil
-	}
-	generic.SetExternalID(cr, found.ID)
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 }
 
 // Create adopts the team's switch of the same name (an empty spec name

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
@@ -188,4 +189,22 @@ func FindOurs[T any](ctx context.Context, a Adopter, n Natural[T], list []T, mat
 		}
 	}
 	return nil, nil
+}
+
+// ObserveLost is Observe's answer for an MR being deleted after a create
+// whose result was lost, given a fresh list of the objects that create may
+// have made: the first one match selects that is the MR's own (FindOurs) is
+// recorded as the MR's and reported to exist, so it is deleted; when there is
+// none, the MR lets go only once nothing of n's name has been seen for the
+// absence's wait (MissingByName).
+func ObserveLost[T any](ctx context.Context, a Adopter, absence *Absence, mg resource.Managed, n Natural[T], list []T, match func(T) bool, attempt time.Time) (managed.ExternalObservation, error) {
+	found, err := FindOurs(ctx, a, n, list, match, attempt)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if found == nil {
+		return managed.ExternalObservation{}, absence.MissingByName(mg, n.Kind, n.Name)
+	}
+	SetExternalID(mg, n.ID(found))
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 }

@@ -376,18 +376,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errListIntegrations)
 	}
-	found, err := generic.FindOurs(ctx, e.adopter, n, list, match, marked)
-	if err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	if found == nil {
-		if err := e.absence.MissingByName(cr, "integration", name); err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		return managed.ExternalObservation{}, nil
-	}
-	generic.SetExternalID(cr, found.ID)
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	return generic.ObserveLost(ctx, e.adopter, e.absence, cr, n, list, match, marked)
 }
 
 // confirmInterrupted: when the Secret shows an earlier create of this MR
