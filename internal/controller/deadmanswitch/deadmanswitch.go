@@ -80,7 +80,9 @@ func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] {
 const AnnotationCreateAttempted = "terdut.ryuvia.com/create-attempted-at"
 
 // AnnotationCreateAttemptedName is the name that create was about to POST
-// (the spec may be renamed before a lost create is resumed).
+// (the spec may be renamed before a lost create is resumed). Anyone who may
+// edit the MR may write it too, so deleting the MR never goes by it: that
+// deletes at most a switch of the spec's own name in its own team.
 const AnnotationCreateAttemptedName = "terdut.ryuvia.com/create-attempted-name"
 
 const errMarkAttempt = "cannot mark the create attempt on the DeadmanSwitch; no switch was created"
@@ -150,6 +152,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 // of left on the server. A switch of that name another MR holds, or one made
 // before this MR existed or before that create began, is not its own and
 // stays.
+//
+// Deleting an MR deletes at most a switch of its own name in its own team:
+// the name a create was attempted under is an annotation anyone who may edit
+// the MR can write, so it widens nothing here. A switch an interrupted create
+// made under an earlier name (the spec renamed, then deleted before the
+// create resumed) is left on the server, never deleted by guess.
 func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalObservation, error) {
 	p := cr.Spec.ForProvider
 	teamID, err := generic.TeamID(p.TeamID, 0)
@@ -157,7 +165,6 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) 
 		return managed.ExternalObservation{}, nil //nolint:nilerr // No team was resolved, so no create reached the server.
 	}
 	name := EffectiveName(p)
-	attempted := cr.GetAnnotations()[AnnotationCreateAttemptedName]
 	list, err := e.api.ListDeadmanSwitchesFresh(ctx, teamID)
 	if terdut.IsNotFound(err) {
 		return managed.ExternalObservation{}, nil // the team is gone, and its switches with it
@@ -174,7 +181,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) 
 	// made: one made earlier (by hand, or by anyone) stays.
 	since, _ := time.Parse(time.RFC3339, cr.GetAnnotations()[AnnotationCreateAttempted])
 	return generic.ObserveLost(ctx, e.adopter, e.absence, cr, n, list, func(s terdut.DeadmanSwitch) bool {
-		return s.Name == name || (attempted != "" && s.Name == attempted)
+		return s.Name == name
 	}, since)
 }
 

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
@@ -138,5 +140,106 @@ func TestAnOwnershipCheckThatFailsIsNotReadAsGone(t *testing.T) {
 	gone := deleting(t, e, cr, 5, func() { now = now.Add(20 * time.Second) })
 	if n := len(f.Server.Snapshot().Switches); gone && n != 0 {
 		t.Errorf("the MR let go while its ownership check failed, with %d switch(es) its lost create made left on the server", n)
+	}
+}
+
+// lostCreateRig is a double on a settable clock and an MR of it for the
+// tests below; clock is the server's (switches' created_at).
+type lostCreateRig struct {
+	srv   *terdutdouble.Server
+	cl    *terdut.Client
+	team  int64
+	clock *time.Time
+}
+
+func newLostCreateRig(t *testing.T, at time.Time) *lostCreateRig {
+	t.Helper()
+	clock := at
+	srv := terdutdouble.New(terdutdouble.Options{AdminKey: controllertest.AdminKey, Now: func() time.Time { return clock }})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	cl, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: controllertest.AdminKey, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := cl.CreateTeam(t.Context(), "Platform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lostCreateRig{srv: srv, cl: cl, team: tm.ID, clock: &clock}
+}
+
+// deleteAll runs Observe and Delete for an MR being deleted (its external
+// name not kept between reconciles) until it lets go.
+func (r *lostCreateRig) deleteAll(t *testing.T, stored *v1alpha1.DeadmanSwitch, since time.Time) bool {
+	t.Helper()
+	stored.SetDeletionTimestamp(&metav1.Time{Time: *r.clock})
+	now := *r.clock
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: r.cl, adopter: generic.Adopter{Record: rec, Since: since}, record: rec, absence: absence}
+	return deleting(t, e, stored, 10, func() { now = now.Add(20 * time.Second) })
+}
+
+// Deleting an MR deletes at most a switch of its own name. The name and time
+// of a create attempt are annotations anyone who may edit the MR can write:
+// set by hand on an MR that never created anything, they do not make
+// deleting it delete a switch of another name.
+func TestAForgedCreateAttemptDeletesNoSwitchOfAnotherName(t *testing.T) {
+	r := newLostCreateRig(t, time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC))
+	since := r.clock.Add(-time.Hour) // the MR was made an hour ago
+	other := onServer()
+	other.Name = "billing-watchdog"
+	hand, err := r.cl.CreateDeadmanSwitch(t.Context(), r.team, other) // by hand, after the MR
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := sw(r.team)
+	cr.SetUID("uid-sw")
+	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: "1970-01-01T00:00:00Z", AnnotationCreateAttemptedName: "billing-watchdog"})
+	if !r.deleteAll(t, cr, since) {
+		t.Fatal("the MR did not let go")
+	}
+	left := r.srv.Snapshot().Switches
+	if len(left) != 1 || left[0].ID != hand.ID {
+		t.Errorf("switches left %+v: want the hand-made %q (%d); deleting an MR named %q deleted a switch of another name", left, other.Name, hand.ID, cr.Spec.ForProvider.Name)
+	}
+}
+
+// Two MRs of one name in one team whose creates were both lost, 30 s apart
+// (within the clock allowance, so each sees both switches as possibly its
+// own): deleting either deletes the switch its own POST made, the one made
+// nearest its attempt, whatever the list's order.
+func TestTwoLostCreatesOfOneNameEachDeleteTheirOwn(t *testing.T) {
+	r := newLostCreateRig(t, time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC))
+	since := r.clock.Add(-time.Hour)
+	attempt := func(uid string) (*v1alpha1.DeadmanSwitch, int64) {
+		cr := sw(r.team)
+		cr.SetUID(types.UID(uid))
+		meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: r.clock.Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+		made, err := r.cl.CreateDeadmanSwitch(t.Context(), r.team, onServer()) // its answer lost
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cr, made.ID
+	}
+	first, firstID := attempt("uid-first")
+	*r.clock = r.clock.Add(30 * time.Second)
+	second, secondID := attempt("uid-second")
+	*r.clock = r.clock.Add(time.Minute)
+
+	if !r.deleteAll(t, second, since) {
+		t.Fatal("the second MR did not let go")
+	}
+	left := r.srv.Snapshot().Switches
+	if len(left) != 1 || left[0].ID != firstID {
+		t.Fatalf("after deleting the second MR, switches left %+v: want only the first MR's %d (the second's was %d)", left, firstID, secondID)
+	}
+	if !r.deleteAll(t, first, since) {
+		t.Fatal("the first MR did not let go")
+	}
+	if left := r.srv.Snapshot().Switches; len(left) != 0 {
+		t.Errorf("after deleting both MRs, switches left %+v", left)
 	}
 }

@@ -3,6 +3,7 @@ package generic
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -173,9 +174,13 @@ func Ours[T any](ctx context.Context, a Adopter, n Natural[T], obj *T, attempt t
 	return made.IsZero() || !made.Before(attempt.Add(-ClockAllowance)), nil
 }
 
-// FindOurs returns the first item of list that match selects and Ours
-// says is this MR's own (attempt as for Ours), or nil.
+// FindOurs returns, of the items of list that match selects and Ours says
+// are this MR's own (attempt as for Ours), the one the server made nearest
+// to the attempt, or nil. Two MRs of one name whose creates were both lost
+// each find the object their own POST made, whatever order the list is in.
 func FindOurs[T any](ctx context.Context, a Adopter, n Natural[T], list []T, match func(T) bool, attempt time.Time) (*T, error) {
+	var found *T
+	var off time.Duration
 	for i := range list {
 		if !match(list[i]) {
 			continue
@@ -184,11 +189,28 @@ func FindOurs[T any](ctx context.Context, a Adopter, n Natural[T], list []T, mat
 		if err != nil {
 			return nil, err
 		}
-		if ours {
-			return &list[i], nil
+		if !ours {
+			continue
+		}
+		d := distance(n, &list[i], attempt)
+		if found == nil || d < off {
+			found, off = &list[i], d
 		}
 	}
-	return nil, nil
+	return found, nil
+}
+
+// distance is how far from attempt the server made obj; unknown times are
+// farthest, so an object with a known time near the attempt wins.
+func distance[T any](n Natural[T], obj *T, attempt time.Time) time.Duration {
+	if attempt.IsZero() || n.CreatedAt == nil || n.CreatedAt(obj).IsZero() {
+		return time.Duration(math.MaxInt64)
+	}
+	d := n.CreatedAt(obj).Sub(attempt)
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // ObserveLost is Observe's answer for an MR being deleted after a create

@@ -52,7 +52,9 @@ const (
 	// orphan: nobody has its key.
 	AnnotationCreating = "terdut.ryuvia.com/creating"
 	// AnnotationCreatingName is the name that Create was about to POST
-	// (the spec may be renamed before a lost create is resumed).
+	// (the spec may be renamed before a lost create is resumed). Anyone who
+	// may write the Secret may write it too, so deleting the MR never goes
+	// by it: that deletes at most an integration of the spec's own name.
 	AnnotationCreatingName = "terdut.ryuvia.com/creating-name"
 )
 
@@ -355,8 +357,10 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 	if held == "" && creating == "" {
 		return managed.ExternalObservation{}, nil
 	}
+	// NOTE: at most an integration of the MR's own name: the name a create
+	// was attempted under is a mark anyone who may write the Secret can
+	// forge, so it widens nothing when deleting.
 	name := cr.Spec.ForProvider.Name
-	attempted := s.Annotations[AnnotationCreatingName]
 	marked, _ := time.Parse(time.RFC3339, creating)
 	n := generic.Natural[terdut.Integration]{
 		Kind: "integration", Name: name,
@@ -367,7 +371,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 		if held != "" {
 			return generic.FormatID(in.ID) == held
 		}
-		return in.Name == name || (attempted != "" && in.Name == attempted)
+		return in.Name == name
 	}
 	list, err := e.api.ListIntegrationsFresh(ctx, teamID)
 	if terdut.IsNotFound(err) {

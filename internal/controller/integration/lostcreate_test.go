@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
@@ -46,5 +49,46 @@ func TestDeletingAnMRThatMadeNothingLeavesTheIntegrationOfTheSecretItNames(t *te
 	}
 	if n := len(f.Server.Snapshot().Integrations); n != 1 {
 		t.Errorf("deleting an Integration that never made anything deleted integration %d, held by another MR (%d integrations left)", y.id, n)
+	}
+}
+
+// Deleting an Integration deletes at most an integration of its own name.
+// The marks of a create attempt live in the connection Secret, which anyone
+// who may write Secrets in the namespace can edit: forged there on an MR that
+// never created anything, they do not make deleting it delete an integration
+// of another name (and so revoke a key some Alertmanager sends with).
+func TestForgedCreateMarksDeleteNoIntegrationOfAnotherName(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	hand, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "billing-am") // by hand, after the MR
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := integ(teamID, withDeletion()) // named prod-am; never created anything
+	s := resource.LocalConnectionSecretFor(x, v1alpha1.IntegrationGroupVersionKind)
+	s.Annotations = map[string]string{AnnotationCreating: "1970-01-01T00:00:00Z", AnnotationCreatingName: "billing-am"}
+	now := controllertest.Now()
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{
+		api: f.Client, kube: kube(t, s), record: rec, absence: absence, now: func() time.Time { return now },
+		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
+	}
+	for range 6 {
+		now = now.Add(20 * time.Second)
+		o, err := e.Observe(t.Context(), x)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			break
+		}
+		if _, err := e.Delete(t.Context(), x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != hand.ID {
+		t.Errorf("integrations left %d: want the hand-made billing-am (%d); deleting an MR named prod-am deleted an integration of another name", len(left), hand.ID)
 	}
 }
