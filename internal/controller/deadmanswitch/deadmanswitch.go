@@ -129,8 +129,17 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 		fresh := func(ctx context.Context) ([]terdut.DeadmanSwitch, error) {
 			return e.api.ListDeadmanSwitchesFresh(ctx, teamID)
 		}
-		if cur, err = generic.Reread(ctx, e.absence, cr, "dead man's switch", id, fresh, byID, errListSwitches); err != nil || cur == nil {
+		if cur, err = generic.Reread(ctx, e.absence, cr, "dead man's switch", id, fresh, byID, errListSwitches); err != nil {
 			return managed.ExternalObservation{}, err
+		}
+		if cur == nil && meta.WasDeleted(cr) && generic.LostAfter(cr, attemptedAt(cr)) {
+			// NOTE: the recorded switch is gone, and a create made since
+			// (the switch deleted outside Kubernetes, made again) lost its
+			// answer: what that create made is looked for too.
+			return e.observeLost(ctx, cr)
+		}
+		if cur == nil {
+			return managed.ExternalObservation{}, nil
 		}
 	}
 	e.absence.Seen(cr, id)
@@ -180,7 +189,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) 
 	// NOTE: only a switch made since that create began can be what it
 	// made: one made earlier (by hand, or by anyone) stays.
 	since, _ := time.Parse(time.RFC3339, cr.GetAnnotations()[AnnotationCreateAttempted])
-	return generic.ObserveLost(ctx, e.adopter, e.absence, cr, n, list, func(s terdut.DeadmanSwitch) bool {
+	return generic.ObserveLost(ctx, e.adopter, e.absence, e.kube, cr, n, list, func(s terdut.DeadmanSwitch) bool {
 		return s.Name == name
 	}, since)
 }
@@ -266,6 +275,12 @@ func interrupted(cr *v1alpha1.DeadmanSwitch) bool {
 		return false
 	}
 	return !mark.Before(meta.GetExternalCreateSucceeded(cr).Truncate(time.Second))
+}
+
+// attemptedAt is when the MR's last create attempt was marked (zero: none).
+func attemptedAt(cr *v1alpha1.DeadmanSwitch) time.Time {
+	t, _ := time.Parse(time.RFC3339, cr.GetAnnotations()[AnnotationCreateAttempted])
+	return t
 }
 
 // markAttempt records on the MR, before the POST, that a create is under

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
@@ -17,6 +19,7 @@ import (
 )
 
 const (
+	errRecordLost    = "cannot record on the MR the %s %q its lost create made; nothing was deleted"
 	errLookupNatural = "cannot look up %s %q"
 	errCreateNatural = "cannot create %s %q"
 	errConflictGone  = "the server answered 409 for %s %q, but none of that name can be found"
@@ -215,11 +218,18 @@ func distance[T any](n Natural[T], obj *T, attempt time.Time) time.Duration {
 
 // ObserveLost is Observe's answer for an MR being deleted after a create
 // whose result was lost, given a fresh list of the objects that create may
-// have made: the first one match selects that is the MR's own (FindOurs) is
-// recorded as the MR's and reported to exist, so it is deleted; when there is
-// none, the MR lets go only once nothing of n's name has been seen for the
-// absence's wait (MissingByName).
-func ObserveLost[T any](ctx context.Context, a Adopter, absence *Absence, mg resource.Managed, n Natural[T], list []T, match func(T) bool, attempt time.Time) (managed.ExternalObservation, error) {
+// have made: the one match selects that is the MR's own (FindOurs) is
+// recorded as the MR's, with the create's result now known, and reported to
+// exist, so it is deleted by ID; when there is none, the MR lets go only
+// once nothing of n's name has been seen for the absence's wait
+// (MissingByName).
+//
+// The record is written to the MR (kube; nil: kept in memory only) before
+// anything is deleted: the runtime keeps no annotation Observe sets while an
+// MR is deleted, and a search repeated after the delete would take an object
+// of the same name made later (by hand, or by nobody's create) for the
+// lost create's and delete it too.
+func ObserveLost[T any](ctx context.Context, a Adopter, absence *Absence, kube client.Client, mg resource.Managed, n Natural[T], list []T, match func(T) bool, attempt time.Time) (managed.ExternalObservation, error) {
 	found, err := FindOurs(ctx, a, n, list, match, attempt)
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -227,6 +237,22 @@ func ObserveLost[T any](ctx context.Context, a Adopter, absence *Absence, mg res
 	if found == nil {
 		return managed.ExternalObservation{}, absence.MissingByName(mg, n.Kind, n.Name)
 	}
+	before, _ := mg.DeepCopyObject().(client.Object)
 	SetExternalID(mg, n.ID(found))
+	meta.SetExternalCreateSucceeded(mg, time.Now())
+	if kube != nil && before != nil {
+		if err := kube.Patch(ctx, mg, client.MergeFrom(before)); err != nil {
+			return managed.ExternalObservation{}, errors.Wrapf(err, errRecordLost, n.Kind, n.Name)
+		}
+	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+}
+
+// LostAfter reports whether an attempt marked at t is one whose result the
+// MR never recorded: t is after the runtime's external-create-succeeded (both
+// are written to the second). An attempt in the same second as a recorded
+// success counts as recorded: a deletion then leaves what it cannot tell
+// apart rather than delete it.
+func LostAfter(mg resource.Object, t time.Time) bool {
+	return !t.IsZero() && t.After(meta.GetExternalCreateSucceeded(mg))
 }

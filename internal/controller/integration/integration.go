@@ -171,8 +171,17 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 		fresh := func(ctx context.Context) ([]terdut.Integration, error) {
 			return e.api.ListIntegrationsFresh(ctx, teamID)
 		}
-		if cur, err = generic.Reread(ctx, e.absence, cr, "integration", id, fresh, byID, errListIntegrations); err != nil || cur == nil {
+		if cur, err = generic.Reread(ctx, e.absence, cr, "integration", id, fresh, byID, errListIntegrations); err != nil {
 			return managed.ExternalObservation{}, err
+		}
+		if cur == nil && meta.WasDeleted(cr) {
+			// NOTE: the recorded integration is gone; a create made since
+			// (it was deleted outside Kubernetes and made again) may have
+			// lost its answer, and what it made has a working key.
+			return e.observeLost(ctx, cr)
+		}
+		if cur == nil {
+			return managed.ExternalObservation{}, nil
 		}
 	}
 	e.absence.Seen(cr, id)
@@ -353,25 +362,32 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 		// nothing of this MR's.
 		return managed.ExternalObservation{}, err
 	}
-	held, creating := s.Annotations[AnnotationIntegrationID], s.Annotations[AnnotationCreating]
-	if held == "" && creating == "" {
-		return managed.ExternalObservation{}, nil
-	}
 	// NOTE: at most an integration of the MR's own name: the name a create
 	// was attempted under is a mark anyone who may write the Secret can
 	// forge, so it widens nothing when deleting.
 	name := cr.Spec.ForProvider.Name
-	marked, _ := time.Parse(time.RFC3339, creating)
+	held := s.Annotations[AnnotationIntegrationID]
+	marked, err := time.Parse(time.RFC3339, s.Annotations[AnnotationCreating])
+	lost := err == nil && generic.LostAfter(cr, marked)
+	if !lost {
+		marked = time.Time{}
+	}
+	if !lost && (held == "" || held == meta.GetExternalName(cr)) {
+		return managed.ExternalObservation{}, nil
+	}
 	n := generic.Natural[terdut.Integration]{
 		Kind: "integration", Name: name,
 		ID:        func(in *terdut.Integration) int64 { return in.ID },
 		CreatedAt: func(in *terdut.Integration) time.Time { return in.CreatedAt },
 	}
 	match := func(in terdut.Integration) bool {
-		if held != "" {
-			return generic.FormatID(in.ID) == held
+		if lost {
+			// A create whose answer was lost: what it made is one of its
+			// name, made since it began.
+			return in.Name == name
 		}
-		return in.Name == name
+		// The Secret holds a key whose integration the MR never recorded.
+		return generic.FormatID(in.ID) == held
 	}
 	list, err := e.api.ListIntegrationsFresh(ctx, teamID)
 	if terdut.IsNotFound(err) {
@@ -380,7 +396,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errListIntegrations)
 	}
-	return generic.ObserveLost(ctx, e.adopter, e.absence, cr, n, list, match, marked)
+	return generic.ObserveLost(ctx, e.adopter, e.absence, e.kube, cr, n, list, match, marked)
 }
 
 // confirmInterrupted: when the Secret shows an earlier create of this MR

@@ -1,0 +1,118 @@
+package deadmanswitch
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+// A switch deleted outside Kubernetes is made again (the CR wins);
+// that re-create's POST commits and its answer is lost (502), so the
+// external name still names the old, gone switch. The MR is then deleted:
+// Observe looks only for the old ID, confirms it gone, and lets go. The
+// switch the lost re-create made stays on the server with no MR.
+func TestDeletingAfterALostRecreateDeletesWhatItMade(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	old := seed(t, f, teamID, onServer())
+	cr := sw(teamID, withID(old))
+	cr.SetUID("uid-sw")
+	meta.SetExternalCreateSucceeded(cr, controllertest.Now().Add(-time.Hour))
+	if err := f.Client.DeleteDeadmanSwitch(t.Context(), teamID, old); err != nil { // by hand
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	for range 10 {
+		o, err := e.Observe(t.Context(), cr)
+		if err == nil && !o.ResourceExists {
+			if _, err := e.Create(t.Context(), cr); err == nil {
+				t.Fatal("setup: the re-create's answer was not lost")
+			}
+			// what markAttempt (e.kube is nil here) wrote before the POST
+			meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: controllertest.Now().Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+			break
+		}
+		now = now.Add(20 * time.Second)
+	}
+	if n := len(f.Server.Snapshot().Switches); n != 1 || meta.GetExternalName(cr) != generic.FormatID(old) {
+		t.Fatalf("setup: %d switches, external name %q; want the re-create committed and the old ID still recorded", n, meta.GetExternalName(cr))
+	}
+	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
+	gone := deleting(t, e, cr, 10, func() { now = now.Add(20 * time.Second) })
+	if n := len(f.Server.Snapshot().Switches); n != 0 {
+		t.Errorf("the MR let go (%v) with %d switch(es) its lost re-create made left on the server", gone, n)
+	}
+}
+
+// A lost create makes at most one switch. After it, someone makes a switch
+// of the same name by hand (the server has no unique names). Deleting the MR
+// deletes the lost create's switch and records that it did (the runtime
+// keeps nothing Observe sets while an MR is deleted): the next reconcile,
+// which starts from what is stored, does not take the hand-made one for the
+// lost create's and delete it too.
+func TestDeletingAfterALostCreateDeletesOneSwitchNotTwo(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	mine := seed(t, f, teamID, onServer()) // the lost create's, at controllertest.Now()
+	hand := seed(t, f, teamID, onServer()) // by hand, after it
+	stored := sw(teamID)
+	stored.SetUID("uid-sw")
+	stored.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
+	meta.AddAnnotations(stored, map[string]string{AnnotationCreateAttempted: controllertest.Now().Add(-time.Second).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	stored.SetDeletionTimestamp(&metav1.Time{Time: now})
+	kube := storeOf(t, stored)
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: kube, adopter: generic.Adopter{Record: rec, Since: controllertest.Now().Add(-time.Hour)}, record: rec, absence: absence}
+	for range 10 {
+		now = now.Add(20 * time.Second)
+		cr := &v1alpha1.DeadmanSwitch{} // each reconcile starts from what is stored
+		if err := kube.Get(t.Context(), client.ObjectKeyFromObject(stored), cr); err != nil {
+			t.Fatal(err)
+		}
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := f.Server.Snapshot().Switches
+	if len(left) != 1 || left[0].ID != hand {
+		t.Errorf("switches left %+v: want only the hand-made %d (the lost create made %d)", left, hand, mine)
+	}
+}
+
+// storeOf is an API server holding objs (the MR a reconcile reads and
+// patches).
+func storeOf(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+}

@@ -1,0 +1,127 @@
+package integration
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+// An integration deleted outside Kubernetes is made again; that
+// re-create's POST commits and its answer is lost (502). The external name
+// still names the old, gone integration, so deleting the MR looks only for
+// that ID, confirms it gone and lets go: the new integration, whose working
+// key nobody holds, stays on the server.
+func TestDeletingAfterALostRecreateDeletesTheIntegrationItMade(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	s := seed(t, f, teamID)
+	s.secret.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "Integration", Name: "prod-alertmanager", UID: "uid-1", Controller: ptrTrue()}})
+	k := kube(t, s.secret)
+	cr := integ(teamID, withID(s.id))
+	if err := f.Client.DeleteIntegration(t.Context(), teamID, s.id); err != nil { // by hand
+		t.Fatal(err)
+	}
+	now := controllertest.Now()
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	for range 10 {
+		o, err := e.Observe(t.Context(), cr)
+		if err == nil && !o.ResourceExists {
+			if _, err := e.Create(t.Context(), cr); err == nil {
+				t.Fatal("setup: the re-create's answer was not lost")
+			}
+			break
+		}
+		now = now.Add(20 * time.Second)
+	}
+	if n := len(f.Server.Snapshot().Integrations); n != 1 || meta.GetExternalName(cr) != generic.FormatID(s.id) {
+		t.Fatalf("setup: %d integrations, external name %q; want the re-create committed and the old ID still recorded", n, meta.GetExternalName(cr))
+	}
+	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
+	gone := false
+	for range 10 {
+		now = now.Add(20 * time.Second)
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if gone = !o.ResourceExists; gone {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.Server.Snapshot().Integrations); n != 0 {
+		t.Errorf("the MR let go (%v) with %d integration(s) its lost re-create made (a working key nobody holds) left on the server", gone, n)
+	}
+}
+
+func ptrTrue() *bool { b := true; return &b }
+
+// As for switches: after a lost create (its Secret marked "creating"), an
+// integration of the same name is made by hand. Deleting the MR deletes the
+// lost create's integration and records that it did; the next reconcile,
+// which starts from what is stored, leaves the hand-made one (and the key its
+// sender holds).
+func TestDeletingAfterALostCreateDeletesOneIntegrationNotTwo(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	stored := integ(teamID, withDeletion())
+	now := controllertest.Now()
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "team-a", Name: secret,
+		Annotations:     map[string]string{AnnotationCreating: now.Add(-time.Second).UTC().Format(time.RFC3339), AnnotationCreatingName: "prod-am", AnnotationIntegration: stored.GetName()},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "Integration", Name: stored.GetName(), UID: stored.GetUID(), Controller: ptrTrue()}},
+	}}
+	mine, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "prod-am") // the lost create's
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "prod-am") // by hand, after it
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := kube(t, sec, stored)
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{
+		api: f.Client, kube: k, record: rec, absence: absence, now: func() time.Time { return now },
+		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
+	}
+	for range 10 {
+		now = now.Add(20 * time.Second)
+		x := &v1alpha1.Integration{} // each reconcile starts from what is stored
+		if err := k.Get(t.Context(), client.ObjectKeyFromObject(stored), x); err != nil {
+			t.Fatal(err)
+		}
+		o, err := e.Observe(t.Context(), x)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			break
+		}
+		if _, err := e.Delete(t.Context(), x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != hand.ID {
+		t.Errorf("%d integrations left: want only the hand-made %d (the lost create made %d)", len(left), hand.ID, mine.ID)
+	}
+}
