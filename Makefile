@@ -101,14 +101,14 @@ chaos: cluster-build
 
 ## chaos-model: the model-based test of the external clients (a seeded
 ## random walk of spec changes, crashes and server faults, checked after
-## every step) for STEPS steps from SEED (SEEDS walks); `make unit` runs
+## every step) for STEPS steps from walk number WALK (WALKS walks); `make unit` runs
 ## 3 seeds of 1,500 steps. A failure prints the seed and the shortest
 ## failing walk.
-SEED ?= 1
-SEEDS ?= 1
+WALK ?= 1
+WALKS ?= 1
 STEPS ?= 100000
 chaos-model:
-	MODEL_SEED=$(SEED) MODEL_SEEDS=$(SEEDS) MODEL_STEPS=$(STEPS) $(GO) test -count=1 -timeout 240m -v -run '^TestModel$$' ./internal/controller/model/
+	MODEL_WALK=$(WALK) MODEL_WALKS=$(WALKS) MODEL_STEPS=$(STEPS) $(GO) test -count=1 -timeout 240m -v -run '^TestModel$$' ./internal/controller/model/
 
 ## fuzz: every fuzz target for FUZZTIME (short and bounded; the committed
 ## seed corpora in testdata/fuzz also run in every `make unit`). FUZZTIME is

@@ -11,7 +11,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 )
 
-// TestChildFollowsItsTeamMadeAgain (review item 7): a team deleted outside
+// TestChildFollowsItsTeamMadeAgain: a team deleted outside
 // Kubernetes is made again by its Team with a new ID. A child whose
 // teamIdRef names that Team must follow it to the new ID, not keep the old
 // one (and stay TeamNotInNamespace for good); a child whose teamId is not a

@@ -1,7 +1,7 @@
 package v1alpha1
 
 // The generation a managed resource was last reconciled successfully at
-// (status.observedGeneration, seed §7): what `kubectl wait` and GitOps tools
+// (status.observedGeneration): what `kubectl wait` and GitOps tools
 // compare with metadata.generation.
 
 // SetObservedGeneration records the generation of the last successful

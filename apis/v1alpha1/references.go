@@ -15,8 +15,8 @@ import (
 
 // NOTE: these resolvers are written by hand rather than generated: a team
 // reference is deliberately an xpv2.Reference, which has no namespace field,
-// so a child can only ever resolve a Team in its own namespace (the seed's
-// same-namespace teamRef rule, §1) and the CRD does not even offer the
+// so a child can only ever resolve a Team in its own namespace (a teamRef
+// never crosses namespaces) and the CRD does not even offer the
 // field. angryjet would generate namespaced references that could cross.
 
 const (

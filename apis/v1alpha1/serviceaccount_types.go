@@ -42,7 +42,7 @@ type ServiceAccountParameters struct {
 	TeamIDSelector *xpv2.Selector `json:"teamIdSelector,omitempty"`
 
 	// Bootstrap self-registers against a server nobody has bootstrapped
-	// yet (seed §6.1): once /healthz answers, POST /api/bootstrap once,
+	// yet: once /healthz answers, POST /api/bootstrap once,
 	// checkpoint the admin key in a Secret of this namespace before anything
 	// else, create the account, mint its key, write the connection Secret,
 	// delete the checkpoint. Interrupted, it resumes from the checkpoint.

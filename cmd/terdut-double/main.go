@@ -31,10 +31,10 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("terdut-double", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "Loopback address to serve on; port 0 picks a free one.")
-	adminKey := fs.String("admin-key", "", "Seed the double as bootstrapped, with this admin key. Empty generates one, unless -fresh.")
+	adminKey := fs.String("admin-key", "", "Start the double as bootstrapped, with this admin key. Empty generates one, unless -fresh.")
 	adminKeyFile := fs.String("admin-key-file", "", "Write the admin key to this file (mode 0600).")
 	fresh := fs.Bool("fresh", false, "Start with no users at all, so only POST /api/bootstrap opens it.")
-	users := fs.String("users", "alice,bob", "Comma-separated usernames to seed as escalation targets.")
+	users := fs.String("users", "alice,bob", "Comma-separated usernames it starts with (escalation targets).")
 	addrFile := fs.String("addr-file", "", "Write the base URL (http://127.0.0.1:PORT) to this file once serving.")
 	latency := fs.Duration("latency", 0, "Add this to every /api/ answer, as a real server's work and network would.")
 	rps := fs.Int("rate-limit", 0, "Answer 429 (with Retry-After) beyond this many /api/ requests a second, and state the limit in a RateLimit-Policy header; 0 is no limit.")

@@ -1,11 +1,11 @@
 package function
 
 // The environment terdut-server reads. Only PGPASSWORD is from the design
-// (seed §8); every other name is [assumed] (../shared/terdut-api.md: the
+// (docs/terdut-api.md); every other name is [assumed] (there: the
 // chart's names are not public) and lives here, and only here, so that
 // confirming them against a real server is a one-file change.
 const (
-	// EnvPGPassword is the database password (libpq's own variable). [design §8].
+	// EnvPGPassword is the database password (libpq's own variable). [design]
 	EnvPGPassword = "PGPASSWORD"
 
 	// EnvListenAddr is the address the server listens on. [assumed].

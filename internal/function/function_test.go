@@ -85,7 +85,7 @@ func TestRunFunction(t *testing.T) {
 		want     want
 	}{
 		"ServerFirstPass": {
-			reason: "nothing exists yet: the bootstrap ServiceAccount is held back until a replica is ready (§6.1), the summary and Bootstrapped say so",
+			reason: "nothing exists yet: the bootstrap ServiceAccount is held back until a replica is ready, the summary and Bootstrapped say so",
 			xr:     serverXR1,
 			want: want{
 				resources: map[string]resource.Ready{NameDeployment: resource.ReadyFalse, NameService: resource.ReadyFalse, NameProviderConfig: resource.ReadyFalse},
@@ -375,12 +375,12 @@ func TestDatabaseReady(t *testing.T) {
 			want: "STATUS_CONDITION_TRUE Running: postgresql platform-oncall/terdut-postgres is Running",
 		},
 		"DSN": {
-			reason: "a dsn of the owner's own is checked by terdut-server's readiness probe: nothing asked, and DatabaseReady waits for the Deployment (review item 15)",
+			reason: "a dsn of the owner's own is checked by terdut-server's readiness probe: nothing asked, and DatabaseReady waits for the Deployment",
 			xr:     serverXR,
 			want:   "STATUS_CONDITION_UNKNOWN WaitingForServer: the database at database.dsn is checked by terdut-server's readiness probe; Deployment platform-oncall/terdut: not created yet",
 		},
 		"DSNServerAvailable": {
-			reason:   "with the Deployment Available, a dsn's database is ready (review item 15)",
+			reason:   "with the Deployment Available, a dsn's database is ready",
 			xr:       serverXR,
 			observed: map[string]*fnv1.Resource{"deployment": {Resource: resource.MustStructJSON(`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"namespace": "platform-oncall", "name": "terdut"}, "status": {"conditions": [{"type": "Available", "status": "True"}]}}`)}},
 			want:     "STATUS_CONDITION_TRUE ServerReady: terdut-server's readiness probe reaches the database at database.dsn (Deployment platform-oncall/terdut is Available)",
@@ -503,7 +503,7 @@ func TestComposedCondition(t *testing.T) {
 
 // The claim's keyRotation reaches the bootstrap ServiceAccount (an interval,
 // and a request that rotates the instance key now), and the claim reports
-// when the key rotates next (seed §6.6).
+// when the key rotates next.
 func TestServerKeyRotation(t *testing.T) {
 	xr := strings.Replace(serverXR, `"bootstrap": {"username": "admin"},`, `"bootstrap": {"username": "admin"}, "keyRotation": {"interval": "24h", "rotationRequest": "2026-12-05"},`, 1)
 	req := &fnv1.RunFunctionRequest{
@@ -529,7 +529,7 @@ func TestServerKeyRotation(t *testing.T) {
 }
 
 // A rotation of the Zalando cluster's credentials Secret is detected and
-// reported until the server's pods restart (seed §8); the password itself is
+// reported until the server's pods restart (a rotation is reported, not acted on); the password itself is
 // never shown.
 func TestDatabaseCredentialsRotation(t *testing.T) {
 	const secret = "terdut.terdut-postgres.credentials.postgresql.acid.zalan.do"

@@ -20,7 +20,7 @@ type Input struct {
 
 	// ProviderNamespace is the namespace the provider runs in: the
 	// bootstrap ServiceAccount and the instance key's Secret live there
-	// (seed §6: always the operator's namespace).
+	// (always the provider's own namespace).
 	ProviderNamespace string `json:"providerNamespace,omitempty"`
 }
 

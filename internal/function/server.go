@@ -38,12 +38,12 @@ const (
 	// zalandoPort is the port of a Zalando cluster's primary Service.
 	zalandoPort = 5432
 	// zalandoSecretSuffix ends the name of a Zalando credentials Secret:
-	// <user>.<cluster>.credentials.postgresql.acid.zalan.do (seed §8).
+	// <user>.<cluster>.credentials.postgresql.acid.zalan.do.
 	zalandoSecretSuffix = ".credentials.postgresql.acid.zalan.do"
 	zalandoPasswordKey  = "password"
 
 	// instanceAccountName is the server-side service account the provider
-	// bootstraps and then uses (seed §6).
+	// bootstraps and then uses.
 	instanceAccountName = "crossplane-provider"
 
 	// instanceKeyRotation rotates the instance key monthly.
@@ -89,7 +89,7 @@ func (n ServerNames) ServiceAccount() string { return serverAccount(n.ProviderCo
 func serverAccount(providerConfig string) string { return providerConfig + "-instance" }
 
 // CredentialsSecret is the instance key's Secret, in the provider's
-// namespace (seed §4.1: <namespace>.<name>-instance-credentials).
+// namespace: <namespace>.<name>-instance-credentials.
 func (n ServerNames) CredentialsSecret() string { return n.ProviderConfig() + "-instance-credentials" }
 
 // Endpoint is the URL the provider reaches the server at.
@@ -244,7 +244,7 @@ func Environment(n ServerNames, s *platform.XTerdutServerSpec) []corev1.EnvVar {
 }
 
 // Database returns the DSN and the Secret key of the password. For a
-// Zalando cluster, both follow postgres-operator's conventions (seed §8):
+// Zalando cluster, both follow postgres-operator's conventions:
 // host <cluster>.<namespace>.svc:5432, Secret
 // <user>.<cluster>.credentials.postgresql.acid.zalan.do (underscores in the
 // user name become dashes there), key "password".
@@ -303,7 +303,7 @@ func httpRoute(n ServerNames, s *platform.XTerdutServerSpec) *unstructured.Unstr
 }
 
 // bootstrapAccount is the instance ServiceAccount the provider registers
-// on the fresh server (seed §6) and keeps its key in CredentialsSecret.
+// on the fresh server and keeps its key in CredentialsSecret.
 func bootstrapAccount(n ServerNames, s *platform.XTerdutServerSpec) *v1alpha1.ServiceAccount {
 	return &v1alpha1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.ServiceAccountKind},

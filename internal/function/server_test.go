@@ -106,7 +106,7 @@ func TestEnvironment(t *testing.T) {
 			},
 		},
 		"Zalando": {
-			reason: "a postgresClusterRef: host <cluster>.<namespace>.svc:5432 and the operator's credentials Secret (seed §8)",
+			reason: "a postgresClusterRef: host <cluster>.<namespace>.svc:5432 and the operator's credentials Secret",
 			spec: defaulted(func(s *platform.XTerdutServerSpec) {
 				s.Database = platform.Database{PostgresClusterRef: &platform.PostgresClusterRef{Name: "terdut-postgres", User: "terdut_app", Database: "incidents"}}
 			}),
@@ -292,7 +292,7 @@ func TestServer(t *testing.T) {
 
 // A server's Deployment and Service outlive its bootstrap ServiceAccount:
 // the ServiceAccount's delete removes the instance account on the running
-// server (seed §6), and only the server's 404 counts as gone.
+// server, and only the server's 404 counts as gone.
 func TestServerUsages(t *testing.T) {
 	n := ServerNames{Namespace: "platform-oncall", Name: "terdut", ProviderNamespace: "crossplane-system"}
 	got := map[string]string{}

@@ -30,8 +30,7 @@ import (
 )
 
 // TypeBootstrapped is the server claim's condition that the provider holds
-// an instance key for the server (seed §4.1: Ready, DatabaseReady,
-// Bootstrapped).
+// an instance key for the server.
 const TypeBootstrapped = "Bootstrapped"
 
 // ReasonWaitingForReadyReplica is the Bootstrapped condition's reason while
@@ -56,7 +55,7 @@ func bootstrapped(rsp *fnv1.RunFunctionResponse, n ServerNames, notReady map[str
 }
 
 // TypeDatabaseReady is the server claim's condition that its database is
-// there (seed §4.1, §8): a Zalando postgres-operator cluster that runs, or,
+// there: a Zalando postgres-operator cluster that runs, or,
 // for a dsn of the owner's own, terdut-server's readiness probe (which
 // reaches the database) passing.
 const TypeDatabaseReady = "DatabaseReady"
@@ -73,8 +72,8 @@ const (
 // databaseReady asks Crossplane for the claim's postgresql cluster and sets
 // DatabaseReady from its status (PostgresClusterStatus "Running"). It asks
 // for postgres-operator's CRD first: without it a postgresql cannot be read
-// at all, and the claim says so instead of failing to compose (seed §8: the
-// CRD is optional).
+// at all, and the claim says so instead of failing to compose (the CRD is
+// optional).
 func databaseReady(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n ServerNames, r *platform.PostgresClusterRef) (crdInstalled bool, err error) {
 	ns := n.Namespace
 	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{requiredPostgresCRD: {
@@ -256,7 +255,7 @@ func describeObject(o Object) string {
 }
 
 // holdBootstrap leaves the bootstrap ServiceAccount (and the Usages it is
-// the user of) out of what is composed until the server's Deployment has a ready replica (seed §6.1: call
+// the user of) out of what is composed until the server's Deployment has a ready replica (call
 // /api/bootstrap only once one is ready), and says why. A ServiceAccount
 // composed already stays, whatever the Deployment does (a rollout has no
 // ready replica for a while): leaving it out then would delete the server's
@@ -393,9 +392,8 @@ func composedCondition(rsp *fnv1.RunFunctionResponse, observed map[resource.Name
 
 // TypeDatabaseCredentials is the server claim's condition that its pods use
 // the Zalando cluster's current password: postgres-operator may rotate the
-// credentials Secret, and a pod reads PGPASSWORD only when it starts (seed
-// §8: a rotation is detected and reported; restarting on it is left to the
-// owner).
+// credentials Secret, and a pod reads PGPASSWORD only when it starts (a
+// rotation is detected and reported; restarting on it is left to the owner).
 const TypeDatabaseCredentials = "DatabaseCredentials"
 
 // requiredCredentials names the credentials Secret among the required

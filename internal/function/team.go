@@ -145,7 +145,7 @@ func TeamStatus(n TeamNames, s *platform.XTerdutTeamSpec) platform.XTerdutTeamSt
 const requiredProviderConfig = "provider-config"
 
 // teamServer asks Crossplane for the team's provider config and fills in
-// where the team's server is and where its key lives (seed §4.2). Until the
+// where the team's server is and where its key lives. Until the
 // config is read, or while it does not exist, both stay empty. It returns
 // the XTerdutServer that composed the config, if one did.
 func teamServer(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, n TeamNames, s *platform.XTerdutTeamSpec, providerNamespace string, st *platform.XTerdutTeamStatus) (string, error) {

@@ -115,7 +115,7 @@ func TestTeam(t *testing.T) {
 }
 
 // A TerdutTeam tells its owner where its server is and where the key its
-// resources use lives (seed §4.2), read from its provider config.
+// resources use lives, read from its provider config.
 func TestTeamServerStatus(t *testing.T) {
 	cpc := func(spec string) map[string]*fnv1.Resources {
 		return map[string]*fnv1.Resources{requiredProviderConfig: {Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(

@@ -41,7 +41,7 @@ func followsBootstrap(name string) bool {
 	return name == NameServiceAccount || name == NameDeploymentInUse || name == NameServiceInUse
 }
 
-// serverUsages order a server's deletion (seed §6): the Deployment and the
+// serverUsages order a server's deletion: the Deployment and the
 // Service its endpoint names stay until the bootstrap ServiceAccount has
 // removed its account from the server. They live beside the
 // ServiceAccount (a Usage's user is in its own namespace) and name the

@@ -13,7 +13,7 @@ import (
 // FuzzHandlers: whatever a client sends (method, path, body, key), the
 // double neither panics nor answers 500: malformed input is a clear 4xx.
 func FuzzHandlers(f *testing.F) {
-	seeds := []struct {
+	corpus := []struct {
 		method, path, body string
 		auth               uint8
 	}{
@@ -33,7 +33,7 @@ func FuzzHandlers(f *testing.F) {
 		{"POST", "/api/teams", `{"name":"Intruder"}`, 2},
 		{"DELETE", "/api/teams/1", ``, 0},
 	}
-	for _, s := range seeds {
+	for _, s := range corpus {
 		f.Add(s.method, s.path, s.body, s.auth)
 	}
 	f.Fuzz(func(t *testing.T, method, path, body string, auth uint8) {

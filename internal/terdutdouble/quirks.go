@@ -50,7 +50,7 @@ func (s *Server) SetQuirks(q Quirks) {
 		q.until = s.now().Add(time.Duration(q.For))
 	}
 	s.quirks = q
-	// NOTE: seeded afresh each time: the same requests get the same
+	// NOTE: restarted from the same source each time: the same requests get the same
 	// orders, so a model walk that failed fails again when replayed.
 	s.shuffle = rand.New(rand.NewPCG(1, 2)) //nolint:gosec // Fault injection needs no cryptographic randomness.
 	if q.Stale <= 0 {

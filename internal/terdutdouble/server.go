@@ -18,11 +18,11 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	// AdminKey, when set, seeds the server as already bootstrapped: a user
+	// AdminKey, when set, starts the server as already bootstrapped: a user
 	// "admin" holding this key. Empty leaves a fresh server that only
 	// POST /api/bootstrap can open.
 	AdminKey string
-	// Users are extra usernames to seed (escalation targets).
+	// Users are extra usernames it starts with (escalation targets).
 	Users []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -105,7 +105,7 @@ type Server struct {
 	admin *http.ServeMux
 }
 
-// New returns a Server seeded from o.
+// New returns a Server started from o.
 func New(o Options) *Server {
 	s := &Server{
 		users:        map[int64]terdut.User{},

@@ -108,14 +108,14 @@ spec:
     repeatCount: -1
     levels: [{timeout: 5m, targets: [{kind: oncall}]}]
 `, "should be greater than or equal to 0"},
-		"a namespaced ProviderConfig reading the provider's own files (review item 2)": {`apiVersion: terdut.ryuvia.com/v1alpha1
+		"a namespaced ProviderConfig reading the provider's own files": {`apiVersion: terdut.ryuvia.com/v1alpha1
 kind: ProviderConfig
 metadata: {name: bad, namespace: e2e-validation}
 spec:
   endpoint: http://127.0.0.1:1
   credentials: {source: Filesystem, fs: {path: /var/run/secrets/kubernetes.io/serviceaccount/token}}
 `, "a namespaced ProviderConfig reads its key from a Secret"},
-		"a namespaced ProviderConfig reading the provider's environment (review item 2)": {`apiVersion: terdut.ryuvia.com/v1alpha1
+		"a namespaced ProviderConfig reading the provider's environment": {`apiVersion: terdut.ryuvia.com/v1alpha1
 kind: ProviderConfig
 metadata: {name: bad2, namespace: e2e-validation}
 spec:
@@ -158,7 +158,7 @@ spec:
   endpoint: http://127.0.0.1:1
   credentials: {source: Secret, secretRef: {name: k, key: token}}
 `, "a ClusterProviderConfig's credentials.secretRef needs a namespace"},
-		"a ServiceAccount named like a team key's account (review item 1)": {`apiVersion: terdut.ryuvia.com/v1alpha1
+		"a ServiceAccount named like a team key's account": {`apiVersion: terdut.ryuvia.com/v1alpha1
 kind: ServiceAccount
 metadata: {name: bad, namespace: e2e-validation}
 spec:

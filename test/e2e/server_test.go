@@ -74,7 +74,7 @@ func (f *firsts) close() {
 // replica) while kwok is paused, so its pod is bound to the node but not
 // Ready; shows that no /api/bootstrap reaches the server and that the
 // claim's Bootstrapped condition says what it waits for; then lets the pod
-// turn Ready and waits for the claim. Seed §6.1.
+// turn Ready and waits for the claim.
 func serverWithReadyReplica(t *testing.T, url, srvYAML string) *claim {
 	t.Helper()
 	pid, ok := env.stack.PID("kwok")

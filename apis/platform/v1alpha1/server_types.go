@@ -7,7 +7,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 )
 
-// XTerdutServerSpec is the seed's TerdutServer (§4.1): one terdut-server
+// XTerdutServerSpec is a TerdutServer claim: one terdut-server
 // Deployment and Service in the claim's namespace, its bootstrap service
 // account and the ClusterProviderConfig that TerdutTeams use to reach it.
 type XTerdutServerSpec struct {
@@ -61,20 +61,20 @@ type XTerdutServerSpec struct {
 	PasswordLogin *bool `json:"passwordLogin,omitempty"`
 
 	// AllowedTeams is the consent for TerdutTeams in other namespaces
-	// (seed §4.6); it becomes the ClusterProviderConfig's
+	// (none by default); it becomes the ClusterProviderConfig's
 	// allowedNamespaces. Same-namespace teams are always allowed.
 	// +optional
 	// +kubebuilder:default={}
 	AllowedTeams AllowedTeams `json:"allowedTeams"`
 
 	// Bootstrap is the first admin user the provider's self-registration
-	// creates on the fresh server (seed §6).
+	// creates on the fresh server.
 	// +optional
 	// +kubebuilder:default={}
 	Bootstrap Bootstrap `json:"bootstrap"`
 
 	// KeyRotation of the instance key the provider holds for this server
-	// (seed §6.6): every interval, and once more each time rotationRequest
+	// every interval, and once more each time rotationRequest
 	// changes. Teams' keys are not touched.
 	// +optional
 	// +kubebuilder:default={}
@@ -181,7 +181,8 @@ type SecretKeyRef struct {
 
 // PostgresClusterRef names a Zalando postgres-operator cluster. The server
 // connects to <name>.<namespace>.svc:5432 as user with the password from
-// the Secret <user>.<name>.credentials.postgresql.acid.zalan.do (seed §8).
+// the Secret <user>.<name>.credentials.postgresql.acid.zalan.do, as
+// postgres-operator names it.
 type PostgresClusterRef struct {
 	// Name of the postgresql resource.
 	// +kubebuilder:validation:MinLength=1
@@ -327,7 +328,8 @@ type OIDC struct {
 	SessionMaxAge string `json:"sessionMaxAge"`
 }
 
-// AllowedTeams is the cross-namespace consent of a server (seed §4.6).
+// AllowedTeams is the cross-namespace consent of a server: which other
+// namespaces' TerdutTeams may use it.
 type AllowedTeams struct {
 	// Namespaces whose TerdutTeams may use this server.
 	// +optional
@@ -393,7 +395,7 @@ type XTerdutServerStatus struct {
 	CredentialsSecretRef *CredentialsSecretRef `json:"credentialsSecretRef,omitempty"`
 
 	// Database is what the composition saw of a Zalando cluster's
-	// credentials Secret, to tell a rotation (seed §8).
+	// credentials Secret, to tell a rotation of its password.
 	// +optional
 	Database *ServerDatabaseStatus `json:"database,omitempty"`
 

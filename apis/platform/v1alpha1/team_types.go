@@ -6,9 +6,8 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 )
 
-// XTerdutTeamSpec is the seed's TerdutTeam (§4.2) with its escalation
-// policy (§4.3), dead man's switches (§4.4) and Alertmanager integrations
-// (§4.5): one Team and its children as managed resources in the claim's
+// XTerdutTeamSpec is a TerdutTeam claim: a team with its escalation
+// policy, dead man's switches and Alertmanager integrations: one Team and its children as managed resources in the claim's
 // namespace.
 // +kubebuilder:validation:XValidation:rule="!(has(self.serverRef) && has(self.providerConfigRef))",message="set serverRef or providerConfigRef, not both"
 type XTerdutTeamSpec struct {
@@ -167,7 +166,7 @@ type XTerdutTeamStatus struct {
 
 	// CredentialsSecretRef is where the key the team's resources use
 	// lives, once the team has its ID: the team-scoped key Secret the
-	// provider keeps in its own namespace (seed §6.3), or the provider
+	// provider keeps in its own namespace (never the team's), or the provider
 	// config's own key when that config does not mint team keys. The key
 	// itself is never shown here, and a tenant is not given access to it.
 	// +optional

@@ -21,7 +21,7 @@ type Double struct {
 	Name string
 	// URL is its base URL on loopback.
 	URL string
-	// AdminKey is its seeded admin key; empty for a fresh double.
+	// AdminKey is the admin key it starts with; empty for a fresh double.
 	AdminKey terdut.Secret
 	// Process is the double's process; nil when attached to a running one.
 	Process *Process

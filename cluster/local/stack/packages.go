@@ -32,7 +32,7 @@ import (
 // (revisions, CRDs, MRDs, XRDs, Compositions) but runs nothing: whoever runs
 // the package's runtime marks its revision healthy. These are the steps a
 // runtime controller would take, for the local control plane
-// (../shared/local-control-plane.md §8).
+// (docs/development.md).
 
 // RegistryAddr is where StartRegistry serves: loopback, by port offset.
 func (s *Stack) RegistryAddr() string { return "127.0.0.1:" + strconv.Itoa(15000+s.PortOffset) }

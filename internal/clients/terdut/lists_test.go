@@ -207,7 +207,7 @@ func TestLimiterObeysTheServer(t *testing.T) {
 	}
 }
 
-// TestCommittedWriteAnsweredWithAnErrorDropsTheList (review item 3): a POST
+// TestCommittedWriteAnsweredWithAnErrorDropsTheList: a POST
 // the server committed but answered 504 must not leave the list from before
 // it in the shared answers: a retried create reads that list to find what
 // it made, and a stale one makes a second switch.
@@ -229,7 +229,7 @@ func TestCommittedWriteAnsweredWithAnErrorDropsTheList(t *testing.T) {
 	}
 }
 
-// TestWritesReachEveryClientOfTheServer (review item 3): the list answers
+// TestWritesReachEveryClientOfTheServer: the list answers
 // are the server's, not one client's: a write through one client (a team's
 // key) drops them for another (a client built anew after its key changed).
 func TestWritesReachEveryClientOfTheServer(t *testing.T) {

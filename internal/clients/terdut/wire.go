@@ -32,19 +32,19 @@ const (
 // server that sends none is not limited beyond its 429s' Retry-After.
 const headerRateLimitPolicy = "Ratelimit-Policy" // RateLimit-Policy, canonical
 
-// Service-account scopes. [design §6].
+// Service-account scopes. [design].
 const (
 	ScopeInstance = "instance"
 	ScopeTeam     = "team"
 )
 
-// Escalation target kinds. [design §4.3].
+// Escalation target kinds. [design].
 const (
 	TargetOnCall = "oncall"
 	TargetUser   = "user"
 )
 
-// Integration kinds. "alertmanager" is [design §4.5]; the others are
+// Integration kinds. "alertmanager" is [design]; the others are
 // [assumed]: the design says alert sources are "currently: Alertmanager
 // webhook" and that a kind change is a delete and recreate.
 const (
@@ -88,14 +88,14 @@ type BootstrapRequest struct {
 	Email    string `json:"email,omitempty"`
 }
 
-// BootstrapResponse is what POST /api/bootstrap answers with. [design §6.1].
+// BootstrapResponse is what POST /api/bootstrap answers with. [design].
 type BootstrapResponse struct {
 	User   User   `json:"user"`
 	APIKey APIKey `json:"api_key"`
 }
 
 // APIKey is a minted key; Key is only ever present in the response that
-// minted it. [design §6.1, §6.6].
+// minted it. [design].
 type APIKey struct {
 	ID        int64     `json:"id"`
 	Key       Secret    `json:"key,omitempty"`
@@ -103,7 +103,7 @@ type APIKey struct {
 }
 
 // ServiceAccount is a terdut service account; it never carries a key.
-// [design §6; field names assumed].
+// [design; field names assumed].
 type ServiceAccount struct {
 	ID     int64  `json:"id"`
 	Name   string `json:"name"`
@@ -111,7 +111,7 @@ type ServiceAccount struct {
 	TeamID *int64 `json:"team_id,omitempty"`
 }
 
-// Team is a terdut team. [design §4.2; fields assumed].
+// Team is a terdut team. [design; fields assumed].
 type Team struct {
 	ID              int64     `json:"id"`
 	Name            string    `json:"name"`
@@ -131,7 +131,7 @@ type OIDCGroups struct {
 	OwnerGroup  string `json:"owner_group"`
 }
 
-// EscalationPolicy is a team's whole escalation policy. [design §4.3; JSON
+// EscalationPolicy is a team's whole escalation policy. [design; JSON
 // names assumed].
 type EscalationPolicy struct {
 	RepeatCount   int64             `json:"repeat_count"`
@@ -152,14 +152,14 @@ type EscalationLevel struct {
 }
 
 // EscalationTarget is who a level pages. UserID is set only for kind "user";
-// the server has no username field. [design §4.3].
+// the server has no username field. [design].
 type EscalationTarget struct {
 	Kind   string `json:"kind"`
 	UserID *int64 `json:"user_id,omitempty"`
 }
 
 // DeadmanSwitch is one dead man's switch. Timeout is a Go duration string.
-// [design §4.4, §5].
+// [design].
 type DeadmanSwitch struct {
 	ID       int64  `json:"id,omitempty"`
 	Name     string `json:"name"`
@@ -171,7 +171,7 @@ type DeadmanSwitch struct {
 }
 
 // Integration is an alert source. URL and Key are present only in the
-// response to the POST that created it. [design §4.5].
+// response to the POST that created it. [design].
 type Integration struct {
 	ID   int64  `json:"id,omitempty"`
 	Kind string `json:"kind"`
@@ -194,7 +194,7 @@ type errorBody struct {
 
 // CanonicalMatcher is the name the server derives for a dead man's switch
 // created without one: the matcher's k=v pairs, trimmed, sorted and joined by
-// ",". [canonical form assumed, design §4.4].
+// ",". [canonical form assumed, design].
 func CanonicalMatcher(matcher string) string {
 	parts := strings.Split(matcher, ",")
 	out := make([]string, 0, len(parts))

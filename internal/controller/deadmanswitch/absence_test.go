@@ -17,13 +17,13 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
-// TestALyingListMakesNoSecondSwitch (issue 20): a list that omits a switch
+// TestALyingListMakesNoSecondSwitch a list that omits a switch
 // that exists (three 200 [] answers) must not make a second switch; only a
 // fresh read some time after the first miss may find it gone.
 func TestALyingListMakesNoSecondSwitch(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	id := seed(t, f, teamID, onServer())
+	id := existing(t, f, teamID, onServer())
 	cr := sw(teamID, withID(id))
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
@@ -42,13 +42,13 @@ func TestALyingListMakesNoSecondSwitch(t *testing.T) {
 	}
 }
 
-// TestAPredecessorThatReturnsIsSaid (issue 20): a list that lies for longer
+// TestAPredecessorThatReturnsIsSaid a list that lies for longer
 // than the confirmation wait defeats it, and the switch is made again. When
 // the old one shows up again there are two: that must not go unsaid.
 func TestAPredecessorThatReturnsIsSaid(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	id := seed(t, f, teamID, onServer())
+	id := existing(t, f, teamID, onServer())
 	cr := sw(teamID, withID(id))
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
@@ -82,7 +82,7 @@ func TestAPredecessorThatReturnsIsSaid(t *testing.T) {
 func TestADeletedSwitchAListOmitsIsDeletedAllTheSame(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	id := seed(t, f, teamID, onServer())
+	id := existing(t, f, teamID, onServer())
 	cr := sw(teamID, withID(id))
 	cr.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
@@ -111,8 +111,8 @@ func TestADeletedSwitchAListOmitsIsDeletedAllTheSame(t *testing.T) {
 func TestAnInterruptedCreateAdoptsWhatAnyReadShowed(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	seed(t, f, teamID, terdut.DeadmanSwitch{Name: "nightly-backup", Matcher: "alertname=Backup", Timeout: "1h", Severity: "warning"})
-	made := seed(t, f, teamID, onServer())
+	existing(t, f, teamID, terdut.DeadmanSwitch{Name: "nightly-backup", Matcher: "alertname=Backup", Timeout: "1h", Severity: "warning"})
+	made := existing(t, f, teamID, onServer())
 	f.Server.SetQuirks(terdutdouble.Quirks{Reorder: true, ShortLists: true})
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	adopted := 0
@@ -158,14 +158,14 @@ func TestDeletingAnMRWhoseCreateWasLostLeavesAHandMadeSwitch(t *testing.T) {
 	}
 }
 
-// deleteAfterLostCreate seeds a switch prod-watchdog and deletes an MR of
+// deleteAfterLostCreate makes a switch prod-watchdog and deletes an MR of
 // that name whose create was marked but never recorded, for 100 s of
 // reconciles. since is when the MR was made (zero: adopt any).
 func deleteAfterLostCreate(t *testing.T, since time.Time) (*controllertest.Fixture, bool) {
 	t.Helper()
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	seed(t, f, teamID, onServer()) // made by the server at controllertest.Now()
+	existing(t, f, teamID, onServer()) // made by the server at controllertest.Now()
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	cr := sw(teamID)
 	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: controllertest.Now().Add(-time.Second).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})

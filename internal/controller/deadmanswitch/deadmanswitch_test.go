@@ -50,7 +50,7 @@ func onServer() terdut.DeadmanSwitch {
 	return terdut.DeadmanSwitch{Name: "prod-watchdog", Matcher: "cluster=prod,alertname=Watchdog", Timeout: "15m0s", Severity: "critical"}
 }
 
-func seed(t *testing.T, f *controllertest.Fixture, teamID int64, s terdut.DeadmanSwitch) int64 {
+func existing(t *testing.T, f *controllertest.Fixture, teamID int64, s terdut.DeadmanSwitch) int64 {
 	t.Helper()
 	out, err := f.Client.CreateDeadmanSwitch(t.Context(), teamID, s)
 	if err != nil {
@@ -79,7 +79,7 @@ func TestObserve(t *testing.T) {
 			reason: "Equal matcher (in any order) and duration (in any spelling): up to date, one list request.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) *v1alpha1.DeadmanSwitch {
 				t.Helper()
-				return sw(teamID, withID(seed(t, f, teamID, onServer())))
+				return sw(teamID, withID(existing(t, f, teamID, onServer())))
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: 1},
 		},
@@ -89,7 +89,7 @@ func TestObserve(t *testing.T) {
 				t.Helper()
 				s := onServer()
 				s.Name = ""
-				return sw(teamID, withName(""), withID(seed(t, f, teamID, s)))
+				return sw(teamID, withName(""), withID(existing(t, f, teamID, s)))
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: 1},
 		},
@@ -99,7 +99,7 @@ func TestObserve(t *testing.T) {
 				t.Helper()
 				s := onServer()
 				s.Timeout = "1h"
-				return sw(teamID, withID(seed(t, f, teamID, s)))
+				return sw(teamID, withID(existing(t, f, teamID, s)))
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: true}, diff: true, requests: 1},
 		},
@@ -114,7 +114,7 @@ func TestObserve(t *testing.T) {
 			reason: "A 5xx on the list is an error, not a missing switch.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) *v1alpha1.DeadmanSwitch {
 				t.Helper()
-				id := seed(t, f, teamID, onServer())
+				id := existing(t, f, teamID, onServer())
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusInternalServerError})
 				return sw(teamID, withID(id))
 			},
@@ -171,7 +171,7 @@ func TestCreate(t *testing.T) {
 			cr:     func(teamID int64) *v1alpha1.DeadmanSwitch { return sw(teamID) },
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) {
 				t.Helper()
-				seed(t, f, teamID, onServer())
+				existing(t, f, teamID, onServer())
 			},
 			want: want{switches: 1, adopted: true},
 		},
@@ -180,7 +180,7 @@ func TestCreate(t *testing.T) {
 			cr:     func(teamID int64) *v1alpha1.DeadmanSwitch { return sw(teamID, withName("")) },
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) {
 				t.Helper()
-				seed(t, f, teamID, terdut.DeadmanSwitch{Matcher: "cluster=prod,alertname=Watchdog", Timeout: "15m", Severity: "critical"})
+				existing(t, f, teamID, terdut.DeadmanSwitch{Matcher: "cluster=prod,alertname=Watchdog", Timeout: "15m", Severity: "critical"})
 			},
 			want: want{switches: 1, adopted: true},
 		},
@@ -238,7 +238,7 @@ func TestUpdateKeepsID(t *testing.T) {
 	teamID := f.Team(t, "Platform")
 	s := onServer()
 	s.Timeout, s.Severity = "1h", "info"
-	id := seed(t, f, teamID, s)
+	id := existing(t, f, teamID, s)
 	cr := sw(teamID, withID(id))
 	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceUpToDate {
@@ -280,7 +280,7 @@ func TestDelete(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := controllertest.New(t)
 			teamID := f.Team(t, "Platform")
-			id := seed(t, f, teamID, onServer())
+			id := existing(t, f, teamID, onServer())
 			if tc.fault != nil {
 				f.Server.AddFault(*tc.fault)
 			}

@@ -125,7 +125,7 @@ func TestASilenceWaitedOutBeforeAPostDoesNotConfirmWhatItMadeGone(t *testing.T) 
 func TestAnOwnershipCheckThatFailsIsNotReadAsGone(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	seed(t, f, teamID, onServer()) // what the lost create made
+	existing(t, f, teamID, onServer()) // what the lost create made
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	cr := sw(teamID)
 	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: now.Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})

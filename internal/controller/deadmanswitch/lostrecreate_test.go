@@ -26,7 +26,7 @@ import (
 func TestDeletingAfterALostRecreateDeletesWhatItMade(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	old := seed(t, f, teamID, onServer())
+	old := existing(t, f, teamID, onServer())
 	cr := sw(teamID, withID(old))
 	cr.SetUID("uid-sw")
 	meta.SetExternalCreateSucceeded(cr, controllertest.Now().Add(-time.Hour))
@@ -70,8 +70,8 @@ func TestDeletingAfterALostRecreateDeletesWhatItMade(t *testing.T) {
 func TestDeletingAfterALostCreateDeletesOneSwitchNotTwo(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	mine := seed(t, f, teamID, onServer()) // the lost create's, at controllertest.Now()
-	hand := seed(t, f, teamID, onServer()) // by hand, after it
+	mine := existing(t, f, teamID, onServer()) // the lost create's, at controllertest.Now()
+	hand := existing(t, f, teamID, onServer()) // by hand, after it
 	stored := sw(teamID)
 	stored.SetUID("uid-sw")
 	stored.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})

@@ -75,7 +75,7 @@ const ClockAllowance = time.Minute
 // before the MR existed; it is not adopted (ResourceNotOwned).
 const errMadeBefore = "%s %q (ID %d) was made on the server at %s, before this managed resource existed (%s): it is not what this resource's own create made, and is not adopted; nothing was written. To manage it, import it: set its ID as the external name (and managementPolicies [Observe] to never write to it); or choose another name"
 
-// AdoptOrCreate is the seed's idempotent create (§5): look the object up by
+// AdoptOrCreate is an idempotent create: look the object up by
 // its natural key and adopt it (ownership check, event); else create it; a
 // 409 means someone (perhaps an interrupted earlier attempt) made it first:
 // look it up and check again. adopted says which happened.
@@ -128,9 +128,9 @@ func FindFirst[T any](list []T, match func(T) bool) *T {
 }
 
 // madeHere refuses an object the server made before the MR existed: adopt
-// only what this MR's own interrupted create can have made (issue 20: a
-// tenant's Team named like a team made by hand in the UI must not take it
-// over, and deleting the MR then delete it).
+// only what this MR's own interrupted create can have made. A tenant's
+// Team named like a team made by hand in the UI must not take it over, and
+// deleting the MR must not then delete it.
 func madeHere[T any](a Adopter, n Natural[T], obj *T, id int64) error {
 	made, before := madeBefore(a, n, obj)
 	if !before {

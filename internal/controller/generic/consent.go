@@ -57,7 +57,7 @@ func ConsentGate[M resource.ModernManaged](kube client.Reader, providerNamespace
 			return err
 		}
 		// NOTE: a refused MR being deleted may still clean up what it made
-		// or took over while it was admitted (seed §4.6): its status says
+		// or took over while it was admitted: its status says
 		// it observed the object its external name names. Any other
 		// refused MR (say, one never admitted, with the hand-set external
 		// name of an object nobody manages) deletes nothing.

@@ -13,7 +13,7 @@ type generationKeeper interface {
 	SetObservedGeneration(g int64)
 }
 
-// generations keeps status.observedGeneration (seed §7): set to the MR's
+// generations keeps status.observedGeneration: set to the MR's
 // generation once a reconcile of it succeeded — the server object is as that
 // spec says (Observe found it up to date, or Update made it so) — and never
 // otherwise, so `kubectl wait` and GitOps tools can tell a spec that was

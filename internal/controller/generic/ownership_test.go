@@ -75,7 +75,7 @@ func TestCheckExternalName(t *testing.T) {
 			owned:  true,
 		},
 		"SameServerOtherConfig": {
-			reason: "The same ID through another provider config of the same server is the same object (review item 12).",
+			reason: "The same ID through another provider config of the same server is the same object.",
 			mg:     mgTeam("team-b", "grab", "b", "5", "second", time.Minute),
 		},
 		"NoExternalName": {reason: "Nothing to check before Create.", mg: mgTeam("team-b", "new", "c", "", "default", 0), owned: true},
@@ -112,7 +112,7 @@ func TestAdoptable(t *testing.T) {
 	}
 	viaSecond := mgTeam("team-b", "platform", "b", "", "second", 0)
 	if err := o.Adoptable(viaSecond)(t.Context(), 5); !IsNotOwned(err) {
-		t.Errorf("adopting team 5 through another config of the same server: %v, want ResourceNotOwned (review item 12)", err)
+		t.Errorf("adopting team 5 through another config of the same server: %v, want ResourceNotOwned", err)
 	}
 	if err := o.Adoptable(newcomer)(t.Context(), 6); err != nil {
 		t.Errorf("adopting an unmanaged team: %v, want allowed", err)
@@ -144,10 +144,10 @@ func TestCheckTeam(t *testing.T) {
 		ok     bool
 	}{
 		"OwnTeam":          {reason: "A team managed in the child's namespace is fine.", teamID: 5, ok: true},
-		"OwnTeamOtherPC":   {reason: "A team managed in the child's namespace through another config of the same server is fine (review item 12).", teamID: 5, pc: "second", ok: true},
+		"OwnTeamOtherPC":   {reason: "A team managed in the child's namespace through another config of the same server is fine.", teamID: 5, pc: "second", ok: true},
 		"AnotherNamespace": {reason: "A raw teamId of another namespace's team is refused, though a Team of the child's namespace claims it by a hand-set external name.", teamID: 9},
 		"OtherConfig":      {reason: "A team managed through another provider config is refused.", teamID: 12},
-		"SameServer":       {reason: "A team managed in another namespace through another config of the same server is refused (review item 12).", teamID: 13},
+		"SameServer":       {reason: "A team managed in another namespace through another config of the same server is refused.", teamID: 13},
 		"Unmanaged":        {reason: "A team no Team MR manages is refused.", teamID: 77},
 	}
 	for name, tc := range cases {

@@ -209,7 +209,7 @@ func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
 		teamDeleted  bool
 		getTeamFails bool
 		// listOmitsTeam: lists are shared, and the list of teams
-		// omits the child's team, which exists (review item 14).
+		// omits the child's team, which exists.
 		listOmitsTeam bool
 		want          want
 	}{

@@ -109,14 +109,14 @@ func kube(t *testing.T, objs ...client.Object) client.Client {
 	})
 }
 
-// seeded is an integration created on the double, with its key kept in a
+// existingIntegration is an integration created on the double, with its key kept in a
 // Secret as Create would have written it.
-type seeded struct {
+type existingIntegration struct {
 	id     int64
 	secret *corev1.Secret
 }
 
-func seed(t *testing.T, f *controllertest.Fixture, teamID int64) seeded {
+func existing(t *testing.T, f *controllertest.Fixture, teamID int64) existingIntegration {
 	t.Helper()
 	in, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "prod-am")
 	if err != nil {
@@ -125,7 +125,7 @@ func seed(t *testing.T, f *controllertest.Fixture, teamID int64) seeded {
 	s := resource.LocalConnectionSecretFor(integ(teamID), v1alpha1.IntegrationGroupVersionKind)
 	s.Annotations = map[string]string{AnnotationIntegrationID: generic.FormatID(in.ID)}
 	s.Data = details(in)
-	return seeded{id: in.ID, secret: s}
+	return existingIntegration{id: in.ID, secret: s}
 }
 
 func TestObserve(t *testing.T) {
@@ -152,7 +152,7 @@ func TestObserve(t *testing.T) {
 			reason: "Integration and Secret in place: up to date, and the Secret's data is handed back so the publisher changes nothing.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
 				t.Helper()
-				s := seed(t, f, teamID)
+				s := existing(t, f, teamID)
 				return integ(teamID, withID(s.id)), []client.Object{s.secret}, s.secret.Data
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, reason: xpv2.ReasonAvailable, requests: 1},
@@ -161,7 +161,7 @@ func TestObserve(t *testing.T) {
 			reason: "A name changed in the spec is drift, fixed by a rename.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
 				t.Helper()
-				s := seed(t, f, teamID)
+				s := existing(t, f, teamID)
 				return integ(teamID, withID(s.id), withName("prod-am-2")), []client.Object{s.secret}, s.secret.Data
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: true}, diff: true, reason: xpv2.ReasonAvailable, requests: 1},
@@ -170,7 +170,7 @@ func TestObserve(t *testing.T) {
 			reason: "A rename made directly on the server is drift.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
 				t.Helper()
-				s := seed(t, f, teamID)
+				s := existing(t, f, teamID)
 				_ = f.Client.RenameIntegration(t.Context(), teamID, s.id, "renamed by hand")
 				return integ(teamID, withID(s.id)), []client.Object{s.secret}, s.secret.Data
 			},
@@ -180,7 +180,7 @@ func TestObserve(t *testing.T) {
 			reason: "The Secret is gone while the integration exists: Ready=False WebhookSecretLost, a Warning event, an error, and no new key.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
 				t.Helper()
-				return integ(teamID, withID(seed(t, f, teamID).id)), nil, nil
+				return integ(teamID, withID(existing(t, f, teamID).id)), nil, nil
 			},
 			want: want{err: true, reason: ReasonWebhookSecretLost, events: []string{string(ReasonWebhookSecretLost)}, requests: 1},
 		},
@@ -188,7 +188,7 @@ func TestObserve(t *testing.T) {
 			reason: "A Secret holding another integration's key does not hold ours: lost.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
 				t.Helper()
-				s := seed(t, f, teamID)
+				s := existing(t, f, teamID)
 				s.secret.Annotations[AnnotationIntegrationID] = "1"
 				return integ(teamID, withID(s.id)), []client.Object{s.secret}, nil
 			},
@@ -198,7 +198,7 @@ func TestObserve(t *testing.T) {
 			reason: "A kind change replaces the integration (Create does it) with a new key anyway: the old one is not the desired object, and its lost Secret is not reported.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
 				t.Helper()
-				return integ(teamID, withID(seed(t, f, teamID).id), withKind("grafana")), nil, nil
+				return integ(teamID, withID(existing(t, f, teamID).id), withKind("grafana")), nil, nil
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: false}, requests: 1},
 		},
@@ -206,7 +206,7 @@ func TestObserve(t *testing.T) {
 			reason: "An Integration being deleted is only looked up: a lost Secret must not block deletion.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
 				t.Helper()
-				return integ(teamID, withID(seed(t, f, teamID).id), withDeletion()), nil, nil
+				return integ(teamID, withID(existing(t, f, teamID).id), withDeletion()), nil, nil
 			},
 			want: want{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: 1},
 		},
@@ -221,7 +221,7 @@ func TestObserve(t *testing.T) {
 			reason: "A 5xx on the list is an error, not a missing integration.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) (*v1alpha1.Integration, []client.Object, managed.ConnectionDetails) {
 				t.Helper()
-				s := seed(t, f, teamID)
+				s := existing(t, f, teamID)
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway})
 				return integ(teamID, withID(s.id)), []client.Object{s.secret}, nil
 			},
@@ -291,7 +291,7 @@ func TestCreate(t *testing.T) {
 			reason: "An integration of this name exists (a crash before its ID was recorded): adopt, no POST, no new key.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) []client.Object {
 				t.Helper()
-				return []client.Object{seed(t, f, teamID).secret}
+				return []client.Object{existing(t, f, teamID).secret}
 			},
 			want: want{integrations: 1, adopted: true, recorded: true},
 		},
@@ -299,7 +299,7 @@ func TestCreate(t *testing.T) {
 			reason: "The list missed it and the POST answered 409: list again and adopt.",
 			setup: func(t *testing.T, f *controllertest.Fixture, teamID int64) []client.Object {
 				t.Helper()
-				seed(t, f, teamID)
+				existing(t, f, teamID)
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/integrations", Status: http.StatusOK, Body: "[]", Times: 1})
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusConflict, Times: 1})
 				return nil
@@ -354,7 +354,7 @@ func TestCreate(t *testing.T) {
 func TestRenameKeepsKey(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	s := seed(t, f, teamID)
+	s := existing(t, f, teamID)
 	k := kube(t, s.secret)
 	cr := integ(teamID, withID(s.id), withName("prod-am-2"))
 	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
@@ -376,7 +376,7 @@ func TestRenameKeepsKey(t *testing.T) {
 func TestKindChangeRotatesKeyLoudly(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	s := seed(t, f, teamID)
+	s := existing(t, f, teamID)
 	cr := integ(teamID, withID(s.id), withKind("grafana"))
 	k := kube(t, s.secret, cr.DeepCopy())
 	if err := k.Get(t.Context(), types.NamespacedName{Namespace: "team-a", Name: cr.Name}, cr); err != nil {
@@ -422,7 +422,7 @@ func TestDelete(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := controllertest.New(t)
 			teamID := f.Team(t, "Platform")
-			s := seed(t, f, teamID)
+			s := existing(t, f, teamID)
 			if tc.fault != nil {
 				f.Server.AddFault(*tc.fault)
 			}

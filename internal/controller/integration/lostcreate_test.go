@@ -22,7 +22,7 @@ import (
 func TestDeletingAnMRThatMadeNothingLeavesTheIntegrationOfTheSecretItNames(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	y := seed(t, f, teamID) // MR team-a/prod-alertmanager (uid-1) holds it; its key is in Secret `secret`
+	y := existing(t, f, teamID) // MR team-a/prod-alertmanager (uid-1) holds it; its key is in Secret `secret`
 	x := integ(teamID, withName("staging-am"), withDeletion())
 	x.SetName("staging-alertmanager")
 	x.SetUID("uid-2")

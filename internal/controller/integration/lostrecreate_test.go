@@ -25,7 +25,7 @@ import (
 func TestDeletingAfterALostRecreateDeletesTheIntegrationItMade(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	s := seed(t, f, teamID)
+	s := existing(t, f, teamID)
 	s.secret.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "Integration", Name: "prod-alertmanager", UID: "uid-1", Controller: ptrTrue()}})
 	k := kube(t, s.secret)
 	cr := integ(teamID, withID(s.id))

@@ -28,7 +28,7 @@ import (
 func TestWebhookSecretLostMessageIsActionable(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	cr := integ(teamID, withID(seed(t, f, teamID).id))
+	cr := integ(teamID, withID(existing(t, f, teamID).id))
 	rec := &controllertest.Recorder{}
 	e := &external{api: f.Client, kube: kube(t), record: rec, adopter: generic.Adopter{Record: rec}}
 	_, _ = e.Observe(t.Context(), cr)
@@ -178,7 +178,7 @@ func TestCreateResumesAfterPostWithoutSecret(t *testing.T) {
 func TestRecreatedAfterGoneSaysSo(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	s := seed(t, f, teamID)
+	s := existing(t, f, teamID)
 	k := kube(t, s.secret)
 	cr := integ(teamID, withID(s.id))
 	if err := f.Client.DeleteIntegration(t.Context(), teamID, s.id); err != nil {

@@ -35,10 +35,10 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
-// The budget every `make test` runs; `make chaos-model SEED=... STEPS=...`
-// sets its own (MODEL_SEED, MODEL_SEEDS, MODEL_STEPS).
+// The budget every `make test` runs; `make chaos-model WALK=... STEPS=...`
+// sets its own (MODEL_WALK, MODEL_WALKS, MODEL_STEPS).
 const (
-	defaultSeeds = 3
+	defaultWalks = 3
 	defaultSteps = 1500
 )
 
@@ -47,29 +47,29 @@ const (
 	adminKey = "tdk_model_admin"
 )
 
-// TestModel is a seeded random walk of spec changes, crashes and server
+// TestModel is a numbered, reproducible random walk of spec changes, crashes and server
 // faults over the switch and integration external clients, against the
 // terdut-server double, checking after every step what a user must be able
-// to rely on (see world.check). A failure prints the seed and the shortest
+// to rely on (see world.check). A failure prints the walk's number and the shortest
 // step list that still fails.
 func TestModel(t *testing.T) {
-	seeds, steps := defaultSeeds, defaultSteps
+	walks, steps := defaultWalks, defaultSteps
 	first := uint64(1)
 	if v, err := strconv.Atoi(os.Getenv("MODEL_STEPS")); err == nil && v > 0 {
 		steps = v
 	}
-	if v, err := strconv.ParseUint(os.Getenv("MODEL_SEED"), 10, 64); err == nil {
-		first, seeds = v, 1
+	if v, err := strconv.ParseUint(os.Getenv("MODEL_WALK"), 10, 64); err == nil {
+		first, walks = v, 1
 	}
-	if v, err := strconv.Atoi(os.Getenv("MODEL_SEEDS")); err == nil && v > 0 {
-		seeds = v
+	if v, err := strconv.Atoi(os.Getenv("MODEL_WALKS")); err == nil && v > 0 {
+		walks = v
 	}
-	for seed := first; seed < first+uint64(seeds); seed++ {
-		walk := generate(seed, steps)
+	for num := first; num < first+uint64(walks); num++ {
+		walk := generate(num, steps)
 		start := time.Now()
 		w, err := run(t.Context(), walk)
 		if err == nil {
-			t.Logf("seed %d: %d steps in %s: %s", seed, steps, time.Since(start).Round(time.Millisecond), w.summary())
+			t.Logf("walk %d: %d steps in %s: %s", num, steps, time.Since(start).Round(time.Millisecond), w.summary())
 			continue
 		}
 		short := shrink(t.Context(), walk)
@@ -77,7 +77,7 @@ func TestModel(t *testing.T) {
 		for i, s := range short {
 			fmt.Fprintf(&b, "\n  %3d %s", i, s)
 		}
-		t.Fatalf("seed %d failed at a step of %d: %v\nreproduce: make chaos-model SEED=%d STEPS=%d\nshortest failing walk (%d steps):%s", seed, steps, err, seed, steps, len(short), b.String())
+		t.Fatalf("walk %d failed at a step of %d: %v\nreproduce: make chaos-model WALK=%d STEPS=%d\nshortest failing walk (%d steps):%s", num, steps, err, num, steps, len(short), b.String())
 	}
 }
 
@@ -117,9 +117,9 @@ type step struct {
 
 func (s step) String() string { return fmt.Sprintf("%s mr=%d arg=%d", opNames[s.Op], s.MR, s.Arg) }
 
-// generate makes a walk of n steps from seed.
-func generate(seed uint64, n int) []step {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+// generate makes walk number num, of n steps.
+func generate(num uint64, n int) []step {
+	r := rand.New(rand.NewPCG(num, num^0x9e3779b97f4a7c15))
 	weights := []struct {
 		op op
 		w  int
@@ -263,7 +263,7 @@ func newWorld(ctx context.Context) (*world, func(), error) {
 	// annotation), the server's created_at and the MRs' times with this one:
 	// it starts an hour ahead of the real clock, so the server's times are
 	// never older than a mark (with a fixed start, 2026-12-04 09:00, every
-	// run after that time failed seed 1 with a second integration).
+	// run after that time failed walk 1 with a second integration).
 	c := &clock{now: time.Now().UTC().Truncate(time.Second).Add(time.Hour)}
 	d := terdutdouble.New(terdutdouble.Options{AdminKey: adminKey, Now: c.Now})
 	hs := httptest.NewServer(d.Handler())

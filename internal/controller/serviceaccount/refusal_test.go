@@ -25,7 +25,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
-// TestBootstrapStateLostReachesTheUser (review item 9): crossplane-runtime
+// TestBootstrapStateLostReachesTheUser: crossplane-runtime
 // sets Ready to Creating after any failed Create, so the BootstrapStateLost
 // that Create found never reached the Ready condition users read. Run by
 // the real managed reconciler, the MR as stored must say it after the

@@ -1,7 +1,6 @@
 // Package serviceaccount manages terdut service accounts and their keys as
 // ServiceAccount managed resources, including the self-registration of a
-// fresh server (bootstrap, seed §6.1, in bootstrap.go) and key rotation
-// (§6.6, in keys.go).
+// fresh server (bootstrap, in bootstrap.go) and key rotation (in keys.go).
 package serviceaccount
 
 import (

@@ -16,7 +16,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
-// TestCommittedPostAnswered504 (review item 3): the server commits a POST
+// TestCommittedPostAnswered504: the server commits a POST
 // and answers 504. The retry must find what it made, not read the list
 // from before the POST out of the shared answers and make a second one.
 func TestCommittedPostAnswered504(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
-const adminKey = "tdk_review_admin"
+const adminKey = "tdk_test_admin"
 
 // tenantAccount is a tenant's team-scoped ServiceAccount of name for team.
 func tenantAccount(name string, team int64) *v1alpha1.ServiceAccount {
@@ -49,7 +49,7 @@ func (f *fixture) usePC(t *testing.T, key terdut.Secret) *terdut.Client {
 	return pc
 }
 
-// TestA401ToTheConfigsKeyIsNotGone (review item 4): deleting an account
+// TestA401ToTheConfigsKeyIsNotGone: deleting an account
 // whose provider config's key was revoked gets a 401 that says nothing of
 // the account: the finalizer must stay, with the account and its key.
 func TestA401ToTheConfigsKeyIsNotGone(t *testing.T) {
@@ -76,7 +76,7 @@ func TestA401ToTheConfigsKeyIsNotGone(t *testing.T) {
 	}
 }
 
-// TestAKeyIsProbedPastTheSharedLists (review item 6): whether the key in the
+// TestAKeyIsProbedPastTheSharedLists: whether the key in the
 // Secret still works is asked of the server with that key, not answered
 // from a users list another key fetched; and only a 401 means it does not:
 // a 503 must not rotate a working key.
@@ -140,7 +140,7 @@ func keysOn(d *terdutdouble.Server, accountID int64) int {
 	return 0
 }
 
-// TestAdoptsOnlyAnAccountOfItsScopeAndTeam (review item 1): a tenant's
+// TestAdoptsOnlyAnAccountOfItsScopeAndTeam: a tenant's
 // team-scoped ServiceAccount named like an account of the whole server, or
 // of another team, must not adopt it and get a key of it in its Secret.
 func TestAdoptsOnlyAnAccountOfItsScopeAndTeam(t *testing.T) {
@@ -187,7 +187,7 @@ func TestAdoptsOnlyAnAccountOfItsScopeAndTeam(t *testing.T) {
 	}
 }
 
-// TestObserveRefusesAnAccountOfAnotherScope (review item 1): a hand-set
+// TestObserveRefusesAnAccountOfAnotherScope: a hand-set
 // external name of an unmanaged instance account of the same name must not
 // let Update mint a key of it into the tenant's Secret.
 func TestObserveRefusesAnAccountOfAnotherScope(t *testing.T) {
@@ -210,7 +210,7 @@ func TestObserveRefusesAnAccountOfAnotherScope(t *testing.T) {
 	}
 }
 
-// TestTeamKeyAccountNamesAreReserved (review item 1): no ServiceAccount may
+// TestTeamKeyAccountNamesAreReserved: no ServiceAccount may
 // take the name of a team key's account, in any namespace.
 func TestTeamKeyAccountNamesAreReserved(t *testing.T) {
 	cr := tenantAccount(generic.AccountName(7), 7)

@@ -21,7 +21,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
-// TestNamespacedConfigReadsOnlySecrets (review item 2): a tenant's
+// TestNamespacedConfigReadsOnlySecrets: a tenant's
 // ProviderConfig must not make the provider read its own files or
 // environment (its Kubernetes token) and send them to the tenant's endpoint.
 func TestNamespacedConfigReadsOnlySecrets(t *testing.T) {
@@ -51,7 +51,7 @@ func TestNamespacedConfigReadsOnlySecrets(t *testing.T) {
 	}
 }
 
-// TestTeamKeysMintOnlyOnTheTeamsOwnAccount (review item 1): an account of a
+// TestTeamKeysMintOnlyOnTheTeamsOwnAccount: an account of a
 // team key's name made by someone else, of another team or of the whole
 // server, must not be adopted: the team's children would hold its key.
 func TestTeamKeysMintOnlyOnTheTeamsOwnAccount(t *testing.T) {
@@ -95,7 +95,7 @@ func (r *refusing) Create(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 	return managed.ExternalCreation{}, r.owners.Adoptable(cr)(ctx, 6)
 }
 
-// TestRefusalAtAdoptTimeStaysOnReady (review item 9): a ResourceNotOwned
+// TestRefusalAtAdoptTimeStaysOnReady: a ResourceNotOwned
 // found by Create is what Observe answers for a while after (crossplane-
 // runtime would otherwise show Creating), and Create is tried again once
 // the hold is over or the spec changed.
@@ -275,7 +275,7 @@ func TestAChildWithoutALiveTeamWaits(t *testing.T) {
 	}
 }
 
-// TestRevokeOfTheReplacedTeamKeyIsRetried (review item 13): when revoking
+// TestRevokeOfTheReplacedTeamKeyIsRetried: when revoking
 // the key a re-mint replaced fails once, that key's ID must not be
 // forgotten: the next use of the team's key revokes it.
 func TestRevokeOfTheReplacedTeamKeyIsRetried(t *testing.T) {
@@ -322,7 +322,7 @@ func (u upToDate) Update(context.Context, *v1alpha1.Team) (managed.ExternalUpdat
 	return managed.ExternalUpdate{}, nil
 }
 
-// TestObservedGenerationFollowsSuccess (issue 20): status.observedGeneration
+// TestObservedGenerationFollowsSuccess status.observedGeneration
 // is in every MR's CRD; it must say which generation was last reconciled
 // successfully, and not move for one that is not (yet) applied.
 func TestObservedGenerationFollowsSuccess(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
-// TestTeamMadeAgainSaysSo (review item 7): a team deleted outside Kubernetes
+// TestTeamMadeAgainSaysSo: a team deleted outside Kubernetes
 // is made again with a new ID; that must not be silent, the old team's key
 // Secret must go, and the old ID is kept for the children to follow.
 func TestTeamMadeAgainSaysSo(t *testing.T) {
@@ -60,7 +60,7 @@ func TestTeamMadeAgainSaysSo(t *testing.T) {
 	}
 }
 
-// TestAdoptsOnlyWhatItsOwnCreateMade (issue 20): a Team whose display name
+// TestAdoptsOnlyWhatItsOwnCreateMade a Team whose display name
 // is a team made by hand before the Team existed must not take it over (and
 // deleting the Team then delete it); one its own interrupted create made is
 // adopted.

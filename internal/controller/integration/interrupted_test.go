@@ -18,7 +18,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
-// TestImportIsNotLost (review item 8): an Integration imported with
+// TestImportIsNotLost: an Integration imported with
 // policies without Create never had the key; it is not WebhookSecretLost,
 // and no Warning is emitted on every poll.
 func TestImportIsNotLost(t *testing.T) {
@@ -46,7 +46,7 @@ func TestImportIsNotLost(t *testing.T) {
 	}
 }
 
-// TestOrphanCleanupIsTimeBound (review item 10): an integration of the MR's
+// TestOrphanCleanupIsTimeBound: an integration of the MR's
 // name found long after an interrupted Create marked its Secret may be
 // anyone's (one made by hand to unblock senders): it is never deleted.
 func TestOrphanCleanupIsTimeBound(t *testing.T) {
@@ -74,7 +74,7 @@ func TestOrphanCleanupIsTimeBound(t *testing.T) {
 	}
 }
 
-// TestALyingListMakesNoNewKey (issue 20): a list that omits an integration
+// TestALyingListMakesNoNewKey a list that omits an integration
 // that exists (three 200 [] answers in a row) must not make a second one
 // and write a new key: absence is confirmed by a fresh read some time
 // after, and only then is anything made in its place. One that is really
@@ -82,7 +82,7 @@ func TestOrphanCleanupIsTimeBound(t *testing.T) {
 func TestALyingListMakesNoNewKey(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	s := seed(t, f, teamID)
+	s := existing(t, f, teamID)
 	k := kube(t, s.secret)
 	cr := integ(teamID, withID(s.id))
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
@@ -146,7 +146,7 @@ func TestALyingListMakesNoNewKey(t *testing.T) {
 func TestADeletedIntegrationAListOmitsIsDeletedAllTheSame(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	s := seed(t, f, teamID)
+	s := existing(t, f, teamID)
 	cr := integ(teamID, withID(s.id))
 	cr.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 	start := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
