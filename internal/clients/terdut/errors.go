@@ -36,6 +36,21 @@ func statusIs(err error, code int) bool {
 // "gone": a 403, a 5xx or a timeout never does.
 func IsNotFound(err error) bool { return statusIs(err, http.StatusNotFound) }
 
+// IsRefused reports whether err is an answer by which the server refused a
+// request outright, having made nothing: 400, 401, 403, 404, 409 or 422. A
+// 5xx, a timeout or any other status leaves open whether a write committed.
+func IsRefused(err error) bool {
+	var e *APIError
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.StatusCode {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
+}
+
 // IsConflict reports whether err is a 409: the name is taken.
 func IsConflict(err error) bool { return statusIs(err, http.StatusConflict) }
 

@@ -85,6 +85,8 @@ const AnnotationCreateAttempted = "terdut.ryuvia.com/create-attempted-at"
 // deletes at most a switch of the spec's own name in its own team.
 const AnnotationCreateAttemptedName = "terdut.ryuvia.com/create-attempted-name"
 
+const errUnmarkAttempt = "cannot remove the mark of a create the server refused from the DeadmanSwitch"
+
 const errMarkAttempt = "cannot mark the create attempt on the DeadmanSwitch; no switch was created"
 
 type external struct {
@@ -132,7 +134,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 		if cur, err = generic.Reread(ctx, e.absence, cr, "dead man's switch", id, fresh, byID, errListSwitches); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		if cur == nil && meta.WasDeleted(cr) && generic.LostAfter(cr, attemptedAt(cr)) {
+		if cur == nil && meta.WasDeleted(cr) && generic.LostRecreate(cr, attemptedAt(cr)) {
 			// NOTE: the recorded switch is gone, and a create made since
 			// (the switch deleted outside Kubernetes, made again) lost its
 			// answer: what that create made is looked for too.
@@ -246,7 +248,14 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 			// NOTE: this POST may make the switch: a silence waited out
 			// before it says nothing about what is there after it.
 			e.absence.Seen(cr, 0)
-			return e.api.CreateDeadmanSwitch(ctx, teamID, Desired(p))
+			made, err := e.api.CreateDeadmanSwitch(ctx, teamID, Desired(p))
+			if terdut.IsRefused(err) {
+				// NOTE: the server made nothing: no attempt is left to
+				// look for (a deletion would take a switch made by hand
+				// since for this create's).
+				return nil, errors.Join(err, e.unmarkAttempt(ctx, cr))
+			}
+			return made, err
 		},
 		ID:        func(s *terdut.DeadmanSwitch) int64 { return s.ID },
 		CreatedAt: func(s *terdut.DeadmanSwitch) time.Time { return s.CreatedAt },
@@ -294,6 +303,21 @@ func (e *external) markAttempt(ctx context.Context, cr *v1alpha1.DeadmanSwitch) 
 	meta.AddAnnotations(p, map[string]string{AnnotationCreateAttempted: time.Now().UTC().Format(time.RFC3339), AnnotationCreateAttemptedName: EffectiveName(cr.Spec.ForProvider)})
 	if err := e.kube.Patch(ctx, p, client.MergeFrom(cr)); err != nil {
 		return errors.Wrap(err, errMarkAttempt)
+	}
+	cr.SetAnnotations(p.GetAnnotations())
+	cr.SetResourceVersion(p.GetResourceVersion())
+	return nil
+}
+
+// unmarkAttempt removes the marks of a create the server refused.
+func (e *external) unmarkAttempt(ctx context.Context, cr *v1alpha1.DeadmanSwitch) error {
+	if e.kube == nil {
+		return nil
+	}
+	p := cr.DeepCopy()
+	meta.RemoveAnnotations(p, AnnotationCreateAttempted, AnnotationCreateAttemptedName)
+	if err := e.kube.Patch(ctx, p, client.MergeFrom(cr)); err != nil {
+		return errors.Wrap(err, errUnmarkAttempt)
 	}
 	cr.SetAnnotations(p.GetAnnotations())
 	cr.SetResourceVersion(p.GetResourceVersion())

@@ -2,6 +2,7 @@ package deadmanswitch
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
@@ -115,4 +117,136 @@ func storeOf(t *testing.T, objs ...client.Object) client.Client {
 		t.Fatal(err)
 	}
 	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+}
+
+// A deletion records the switch its lost create made only onto the MR it
+// read. A reconcile that starts from a cache that has not yet seen that
+// record (controller-runtime reads MRs from an informer cache; the requeue
+// after Delete can beat the watch event) has no external name and searches
+// again: it finds the hand-made switch of the same name, but its record is
+// refused (the MR changed since it was read), so it deletes nothing.
+func TestAReconcileFromAStaleCopyDeletesNoSecondSwitch(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	mine := existing(t, f, teamID, onServer()) // the lost create's
+	hand := existing(t, f, teamID, onServer()) // by hand, after it
+	stored := sw(teamID)
+	stored.SetUID("uid-sw")
+	stored.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
+	meta.AddAnnotations(stored, map[string]string{AnnotationCreateAttempted: controllertest.Now().Add(-time.Second).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	stored.SetDeletionTimestamp(&metav1.Time{Time: now})
+	kube := storeOf(t, stored)
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: kube, adopter: generic.Adopter{Record: rec, Since: controllertest.Now().Add(-time.Hour)}, record: rec, absence: absence}
+
+	// Reconcile 1: reads the MR, finds the lost create's switch, records it, deletes it.
+	cr := &v1alpha1.DeadmanSwitch{}
+	if err := kube.Get(t.Context(), client.ObjectKeyFromObject(stored), cr); err != nil {
+		t.Fatal(err)
+	}
+	cached := cr.DeepCopy() // what the informer cache still holds a moment later
+	o, err := e.Observe(t.Context(), cr)
+	if err != nil || !o.ResourceExists {
+		t.Fatalf("setup: reconcile 1 Observe = %+v, %v", o, err)
+	}
+	if _, err := e.Delete(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	// Reconcile 2 (the runtime's requeue) starts from the cache, which has
+	// not caught up with reconcile 1's patch yet.
+	now = now.Add(time.Second)
+	if o, err := e.Observe(t.Context(), cached); err == nil && o.ResourceExists {
+		if _, err := e.Delete(t.Context(), cached); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := f.Server.Snapshot().Switches
+	if len(left) != 1 || left[0].ID != hand {
+		t.Errorf("switches left %+v: want only the hand-made %d (the lost create made %d): a stale read repeated the search and its record went through", left, hand, mine)
+	}
+}
+
+// The server refuses a re-create (422: nothing is made). The MR forgets the
+// attempt, so when the user then makes the switch by hand and deletes the MR
+// (to stop its failing re-creates), the hand-made switch is not taken for
+// what that create made and stays.
+func TestARefusedCreateLeavesNoAttemptToLookFor(t *testing.T) {
+	f := onTheProvidersClock(t) // the attempt is marked with time.Now()
+	teamID := f.Team(t, "Platform")
+	old := existing(t, f, teamID, onServer())
+	stored := sw(teamID, withID(old))
+	stored.SetUID("uid-sw")
+	stored.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
+	meta.SetExternalCreateSucceeded(stored, time.Now().Add(-time.Hour))
+	kube := storeOf(t, stored)
+	if err := f.Client.DeleteDeadmanSwitch(t.Context(), teamID, old); err != nil { // by hand
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: kube, adopter: generic.Adopter{Record: rec, Since: time.Now().Add(-2 * time.Hour)}, record: rec, absence: absence}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusUnprocessableEntity, Times: 1})
+	get := func() *v1alpha1.DeadmanSwitch {
+		cr := &v1alpha1.DeadmanSwitch{}
+		if err := kube.Get(t.Context(), client.ObjectKeyFromObject(stored), cr); err != nil {
+			t.Fatal(err)
+		}
+		return cr
+	}
+	refused := false
+	for range 10 {
+		cr := get()
+		if o, err := e.Observe(t.Context(), cr); err == nil && !o.ResourceExists {
+			if _, err := e.Create(t.Context(), cr); !terdut.IsRefused(err) {
+				t.Fatalf("setup: the re-create answered %v, want the server's 422", err)
+			}
+			refused = true
+			break
+		}
+		now = now.Add(20 * time.Second)
+	}
+	if !refused || len(f.Server.Snapshot().Switches) != 0 {
+		t.Fatalf("setup: refused %v, %d switches; want the re-create refused and nothing made", refused, len(f.Server.Snapshot().Switches))
+	}
+	hand := existing(t, f, teamID, onServer()) // the user makes it by hand
+	cr := get()
+	if err := kube.Delete(t.Context(), cr); err != nil { // sets the deletion timestamp; the finalizer holds it
+		t.Fatal(err)
+	}
+	for range 10 {
+		now = now.Add(20 * time.Second)
+		cr := get()
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := f.Server.Snapshot().Switches; len(left) != 1 || left[0].ID != hand {
+		t.Errorf("switches left %+v: want the hand-made %d kept (the refused re-create made nothing)", left, hand)
+	}
+}
+
+// onTheProvidersClock is the double with the provider's own clock (time.Now),
+// for tests of marks the provider writes with it.
+func onTheProvidersClock(t *testing.T) *controllertest.Fixture {
+	t.Helper()
+	srv := terdutdouble.New(terdutdouble.Options{AdminKey: controllertest.AdminKey})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	cl, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: controllertest.AdminKey, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &controllertest.Fixture{Server: srv, Client: cl, URL: hs.URL}
 }

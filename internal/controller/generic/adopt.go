@@ -239,9 +239,18 @@ func ObserveLost[T any](ctx context.Context, a Adopter, absence *Absence, kube c
 	}
 	before, _ := mg.DeepCopyObject().(client.Object)
 	SetExternalID(mg, n.ID(found))
-	meta.SetExternalCreateSucceeded(mg, time.Now())
+	// NOTE: after the attempt's mark, whatever another replica's clock said:
+	// the lost create is resolved, and no later reconcile searches again.
+	resolved := time.Now()
+	if !attempt.Before(resolved) {
+		resolved = attempt.Add(time.Second)
+	}
+	meta.SetExternalCreateSucceeded(mg, resolved)
 	if kube != nil && before != nil {
-		if err := kube.Patch(ctx, mg, client.MergeFrom(before)); err != nil {
+		// NOTE: only onto the MR this search read: a reconcile that started
+		// from a copy older than an earlier record (a cache behind its own
+		// writes) must not record, and delete, a second object.
+		if err := kube.Patch(ctx, mg, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return managed.ExternalObservation{}, errors.Wrapf(err, errRecordLost, n.Kind, n.Name)
 		}
 	}
@@ -255,4 +264,11 @@ func ObserveLost[T any](ctx context.Context, a Adopter, absence *Absence, kube c
 // apart rather than delete it.
 func LostAfter(mg resource.Object, t time.Time) bool {
 	return !t.IsZero() && t.After(meta.GetExternalCreateSucceeded(mg))
+}
+
+// LostRecreate reports whether an MR whose recorded object is gone made a
+// create since (marked at t) whose result it never recorded: it recorded a
+// create's success before (an imported MR never did), and t is after it.
+func LostRecreate(mg resource.Object, t time.Time) bool {
+	return !meta.GetExternalCreateSucceeded(mg).IsZero() && LostAfter(mg, t)
 }

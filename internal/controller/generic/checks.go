@@ -12,7 +12,7 @@ import (
 // Checks counts the MRs compared with terdut-server (Observe calls), by kind
 // and result: at rest, each MR is checked once per --poll; fewer checks
 // than MRs per poll mean --max-reconcile-rate is too low to see drift within
-// a poll (README, Performance).
+// a poll (docs/performance.md, Sizing).
 type Checks struct{ vec *prometheus.CounterVec }
 
 // NewChecks makes the provider_terdut_checks_total counter; register it.

@@ -65,6 +65,7 @@ const (
 	errNoSecretRef       = "spec.writeConnectionSecretToRef is required: the webhook url and key are written only there"
 	errGetSecret         = "cannot get the connection Secret"
 	errPrepareSecret     = "cannot prepare the connection Secret %q for the webhook url and key; no integration was created"
+	errUnmarkSecret      = "cannot remove from the connection Secret %q the mark of a create the server refused"
 	errWriteSecret       = "cannot write the webhook url and key to the connection Secret %q; integration %d was deleted again since nobody holds its key"
 	errDeleteOrphan      = "cannot delete integration %d, which an interrupted create left without a key"
 	msgOrphan            = "Deleted integration %d: an interrupted create made it, and its url and key were never written anywhere. Creating it again."
@@ -174,7 +175,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 		if cur, err = generic.Reread(ctx, e.absence, cr, "integration", id, fresh, byID, errListIntegrations); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		if cur == nil && meta.WasDeleted(cr) {
+		if cur == nil && meta.WasDeleted(cr) && !meta.GetExternalCreateSucceeded(cr).IsZero() {
 			// NOTE: the recorded integration is gone; a create made since
 			// (it was deleted outside Kubernetes and made again) may have
 			// lost its answer, and what it made has a working key.
@@ -305,6 +306,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			// Secret the server would refuse (or one another object
 			// controls) fails here, before a key exists that nobody
 			// could hold.
+			prev := s
 			marked, err := e.writeSecretOver(ctx, cr, s, map[string]string{AnnotationCreating: e.clock().UTC().Format(time.RFC3339), AnnotationCreatingName: p.Name}, nil)
 			if err != nil {
 				return nil, errors.Wrapf(err, errPrepareSecret, secretName(cr))
@@ -313,7 +315,15 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			// NOTE: this POST may make the integration: a silence waited
 			// out before it says nothing about what is there after it.
 			e.absence.Seen(cr, 0)
-			return e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
+			made, err := e.api.CreateIntegration(ctx, teamID, kindOf(p), p.Name)
+			if terdut.IsRefused(err) {
+				// NOTE: the server made nothing: the Secret goes back to
+				// what it held, with no attempt left to look for (a
+				// deletion would take an integration made by hand since
+				// for this create's).
+				return nil, errors.Join(err, e.unmark(ctx, cr, marked, prev))
+			}
+			return made, err
 		},
 		ID:        func(in *terdut.Integration) int64 { return in.ID },
 		CreatedAt: func(in *terdut.Integration) time.Time { return in.CreatedAt },

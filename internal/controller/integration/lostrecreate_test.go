@@ -10,8 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
@@ -29,6 +31,7 @@ func TestDeletingAfterALostRecreateDeletesTheIntegrationItMade(t *testing.T) {
 	s.secret.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "Integration", Name: "prod-alertmanager", UID: "uid-1", Controller: ptrTrue()}})
 	k := kube(t, s.secret)
 	cr := integ(teamID, withID(s.id))
+	meta.SetExternalCreateSucceeded(cr, controllertest.Now().Add(-time.Hour))     // its first create
 	if err := f.Client.DeleteIntegration(t.Context(), teamID, s.id); err != nil { // by hand
 		t.Fatal(err)
 	}
@@ -123,5 +126,123 @@ func TestDeletingAfterALostCreateDeletesOneIntegrationNotTwo(t *testing.T) {
 	}
 	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != hand.ID {
 		t.Errorf("%d integrations left: want only the hand-made %d (the lost create made %d)", len(left), hand.ID, mine.ID)
+	}
+}
+
+// An Integration whose Secret keeps a "creating" mark (a create that never
+// recorded its result) is then pointed by hand at an
+// integration made in the UI (external name set by hand, policies without
+// Create: an import, so no external-create-succeeded ever). Deleting it
+// deletes the imported one, as asked, and nothing else: an MR that never
+// recorded a create of its own does not look for what one made once its
+// recorded integration is gone, so another hand-made integration of the same
+// name, whose key a sender holds, stays.
+func TestDeletingAnImportedIntegrationDeletesOnlyThatOne(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	imported, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "prod-am") // by hand
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "prod-am") // by hand, another sender's
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := integ(teamID, withID(imported.ID), withDeletion())
+	stored.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionDelete})
+	now := controllertest.Now()
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "team-a", Name: secret,
+		// left by a create before the import
+		Annotations:     map[string]string{AnnotationCreating: now.Add(-time.Second).UTC().Format(time.RFC3339), AnnotationCreatingName: "prod-am", AnnotationIntegration: stored.GetName()},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "Integration", Name: stored.GetName(), UID: stored.GetUID(), Controller: ptrTrue()}},
+	}}
+	k := kube(t, sec, stored)
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{
+		api: f.Client, kube: k, record: rec, absence: absence, now: func() time.Time { return now },
+		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
+	}
+	for range 10 {
+		now = now.Add(20 * time.Second)
+		x := &v1alpha1.Integration{}
+		if err := k.Get(t.Context(), client.ObjectKeyFromObject(stored), x); err != nil {
+			t.Fatal(err)
+		}
+		o, err := e.Observe(t.Context(), x)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			break
+		}
+		if _, err := e.Delete(t.Context(), x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != other.ID {
+		t.Errorf("%d integrations left: want only %d (made by hand, never this MR's); the MR imported and deleted %d", len(left), other.ID, imported.ID)
+	}
+}
+
+// The server refuses a re-create (422: nothing is made). The Secret goes back
+// to what it held, with no "creating" mark, so when the user then makes the
+// integration by hand and deletes the MR, the hand-made integration (and the
+// key its sender holds) is not taken for what that create made, and stays.
+func TestARefusedCreateLeavesNoMarkToLookFor(t *testing.T) {
+	f := controllertest.New(t)
+	teamID := f.Team(t, "Platform")
+	s := existing(t, f, teamID)
+	stored := integ(teamID, withID(s.id))
+	stored.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
+	meta.SetExternalCreateSucceeded(stored, controllertest.Now().Add(-time.Hour))
+	s.secret.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "Integration", Name: stored.GetName(), UID: stored.GetUID(), Controller: ptrTrue()}})
+	k := kube(t, s.secret, stored)
+	if err := f.Client.DeleteIntegration(t.Context(), teamID, s.id); err != nil { // by hand
+		t.Fatal(err)
+	}
+	now := controllertest.Now()
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec, Since: now.Add(-2 * time.Hour)}, absence: generic.NewAbsence(0), now: func() time.Time { return now }}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusUnprocessableEntity, Times: 1})
+	get := func() *v1alpha1.Integration {
+		cr := &v1alpha1.Integration{}
+		if err := k.Get(t.Context(), client.ObjectKeyFromObject(stored), cr); err != nil {
+			t.Fatal(err)
+		}
+		return cr
+	}
+	cr := get()
+	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
+		t.Fatalf("setup: Observe = %+v, %v; want the integration deleted by hand gone", o, err)
+	}
+	if _, err := e.Create(t.Context(), cr); !terdut.IsRefused(err) {
+		t.Fatalf("setup: the re-create answered %v, want the server's 422", err)
+	}
+	hand, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "prod-am") // the user makes it by hand
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Delete(t.Context(), get()); err != nil { // sets the deletion timestamp; the finalizer holds it
+		t.Fatal(err)
+	}
+	for range 10 {
+		now = now.Add(20 * time.Second)
+		cr := get()
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != hand.ID {
+		t.Errorf("%d integrations left: want the hand-made %d kept (the refused re-create made nothing)", len(left), hand.ID)
 	}
 }

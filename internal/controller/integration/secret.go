@@ -116,6 +116,24 @@ func (e *external) writeSecretOver(ctx context.Context, cr *v1alpha1.Integration
 	return want, e.kube.Update(ctx, want)
 }
 
+// unmark writes the Secret back as it was before a create the server
+// refused marked it (prev; nil: it did not exist, and it is left empty).
+func (e *external) unmark(ctx context.Context, cr *v1alpha1.Integration, marked, prev *corev1.Secret) error {
+	annotations, data := map[string]string{}, map[string][]byte(nil)
+	if prev != nil {
+		for k, v := range prev.Annotations {
+			if k != AnnotationCreating && k != AnnotationCreatingName {
+				annotations[k] = v
+			}
+		}
+		data = prev.Data
+	}
+	if _, err := e.writeSecretOver(ctx, cr, marked, annotations, data); err != nil {
+		return errors.Wrapf(err, errUnmarkSecret, secretName(cr))
+	}
+	return nil
+}
+
 // controlledBy reports whether cr controls the Secret: only then do its
 // marks say what cr's creates did.
 func controlledBy(s *corev1.Secret, cr *v1alpha1.Integration) bool {
