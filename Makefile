@@ -26,7 +26,7 @@ REGISTRY ?= xpkg.example.com/ryuvia
 PLATFORMS ?= linux/amd64,linux/arm64
 LDFLAGS := -X git.ryuvia.com/niklas/provider-terdut/internal/version.Version=$(VERSION)
 
-.PHONY: all build generate check-generate lint unit fuzz render images packages publish e2e chaos chaos-model test bench bench-scale dev dev-down cluster-build
+.PHONY: all build generate check-generate check lint unit fuzz render images packages publish e2e chaos chaos-model test bench bench-scale dev dev-down cluster-build
 
 all: build
 
@@ -99,11 +99,11 @@ chaos: cluster-build
 	set -o pipefail; CHAOS_TRIALS=$(TRIALS) E2E_ISSUED_HASHES=$(CURDIR)/_output/chaos-issued.sha256 $(GO) test -tags e2e -count=1 -timeout 240m -v -run 'TestChaos$$|TestNoKeyLeaked' ./test/e2e/... 2>&1 | tee _output/chaos.log
 	$(GO) run ./internal/tools/leakcheck -hashes _output/chaos-issued.sha256 _output/chaos.log
 
-## chaos-model: the model-based test of the external clients (a seeded
-## random walk of spec changes, crashes and server faults, checked after
-## every step) for STEPS steps from walk number WALK (WALKS walks); `make unit` runs
-## 3 seeds of 1,500 steps. A failure prints the seed and the shortest
-## failing walk.
+## chaos-model: the model-based test of the external clients (a numbered,
+## reproducible random walk of spec changes, crashes and server faults,
+## checked after every step) for STEPS steps from walk number WALK (WALKS
+## walks); `make unit` runs 3 walks of 1,500 steps. A failure prints the
+## walk's number and the shortest failing walk.
 WALK ?= 1
 WALKS ?= 1
 STEPS ?= 100000
@@ -126,6 +126,11 @@ fuzz:
 		out=$$($(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} 2>&1) || { echo "$$out" | tail -40; exit 1; }; \
 		echo "$$out" | tail -2; \
 	done
+
+## check: the inner loop, before every commit (a few minutes on two cores):
+## generated code up to date, lint, unit and contract tests (with the docs'
+## links). `make test` is the whole suite.
+check: check-generate lint unit
 
 test: check-generate lint unit fuzz render packages e2e
 

@@ -5,7 +5,7 @@ package function
 // chart's names are not public) and lives here, and only here, so that
 // confirming them against a real server is a one-file change.
 const (
-	// EnvPGPassword is the database password (libpq's own variable). [design]
+	// EnvPGPassword is the database password (libpq's own variable) [design].
 	EnvPGPassword = "PGPASSWORD"
 
 	// EnvListenAddr is the address the server listens on. [assumed].

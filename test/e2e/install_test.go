@@ -95,7 +95,7 @@ spec:
 	}
 	if a, err := s.Kubectl(ctx, nil, "get", "secret", "-n", "crossplane-system", "terdut-instance-credentials", "-o", "jsonpath={.metadata.annotations}"); err != nil || strings.Contains(a, "last-applied-configuration") {
 		// NOTE: a or err would show the key: neither is printed.
-		t.Fatalf("the instance key Secret applied as the README says: read failed: %t; carries a last-applied-configuration annotation (the key in plain text): %t", err != nil, strings.Contains(a, "last-applied-configuration"))
+		t.Fatalf("the instance key Secret applied as docs/install.md says: read failed: %t; carries a last-applied-configuration annotation (the key in plain text): %t", err != nil, strings.Contains(a, "last-applied-configuration"))
 	}
 	in.apply(`apiVersion: v1
 kind: Namespace

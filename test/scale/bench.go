@@ -79,7 +79,7 @@ type result struct {
 	ProviderCPUSeconds float64 `json:"providerCPUSeconds"`
 
 	// SizedReconcileRate is the --max-reconcile-rate this run was given
-	// because the README's sizing asks for more than the provider's (0:
+	// because the sizing in docs/performance.md asks for more than the provider's (0:
 	// it ran with the provider's).
 	SizedReconcileRate int `json:"sizedReconcileRate,omitempty"`
 
@@ -409,7 +409,7 @@ func (b *bench) cleared(ctx context.Context, ns string) error {
 	return nil
 }
 
-// sizedRate is the --max-reconcile-rate the README's sizing asks for n MRs
+// sizedRate is the --max-reconcile-rate the sizing in docs/performance.md asks for n MRs
 // at the bench's poll (MRs / poll seconds, with a fifth more room, in tens),
 // when that is more than the rate the provider runs with; 0 otherwise, or
 // when -provider-args set a rate.

@@ -29,7 +29,7 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="",res
 	}
 }
 
-func TestTheBenchSizesTheRateAsTheREADMESays(t *testing.T) {
+func TestTheBenchSizesTheRateAsTheSizingSays(t *testing.T) {
 	b := &bench{poll: 30 * time.Second, rate: 100}
 	for n, want := range map[int]int{100: 0, 1000: 0, 2500: 0, 5000: 200, 10000: 400} {
 		if got := b.sizedRate(n); got != want {

@@ -308,7 +308,7 @@ func printReport(w io.Writer, r report) {
 	}
 	for _, res := range r.Results {
 		if res.SizedReconcileRate > 0 {
-			_, _ = fmt.Fprintf(w, "  %s ran with --max-reconcile-rate=%d, sized as the README says (MRs / poll seconds, with a fifth more room)\n", res.Shape.Name, res.SizedReconcileRate)
+			_, _ = fmt.Fprintf(w, "  %s ran with --max-reconcile-rate=%d, sized as docs/performance.md says (MRs / poll seconds, with a fifth more room)\n", res.Shape.Name, res.SizedReconcileRate)
 		}
 	}
 	_, _ = fmt.Fprintln(w, "\nnaive / shared, side by side:")

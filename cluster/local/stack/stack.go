@@ -306,7 +306,7 @@ func (s *Stack) InstallCRDs(ctx context.Context) error {
 
 // ApplyProviderConfig applies examples/providerconfig/clusterproviderconfig.yaml
 // (the ClusterProviderConfig "default" and its key Secret) pointed at d, as
-// the README tells a user to: server-side, because a client-side apply
+// docs/install.md tells a user to: server-side, because a client-side apply
 // copies the whole manifest, the key in plain text, into the Secret's
 // kubectl.kubernetes.io/last-applied-configuration annotation.
 func (s *Stack) ApplyProviderConfig(ctx context.Context, d *Double) error {
