@@ -41,10 +41,22 @@ type Fixture struct {
 }
 
 // New starts the double with users alice and bob and an admin key; it stops
-// when the test ends.
+// when the test ends. Its clock stands at Now.
 func New(t *testing.T) *Fixture {
 	t.Helper()
-	s := terdutdouble.New(terdutdouble.Options{AdminKey: AdminKey, Users: []string{"alice", "bob"}, Now: Now})
+	return start(t, Now)
+}
+
+// OnTheProvidersClock is New with the double's clock at time.Now: for tests
+// of the marks the provider writes with its own clock.
+func OnTheProvidersClock(t *testing.T) *Fixture {
+	t.Helper()
+	return start(t, time.Now)
+}
+
+func start(t *testing.T, now func() time.Time) *Fixture {
+	t.Helper()
+	s := terdutdouble.New(terdutdouble.Options{AdminKey: AdminKey, Users: []string{"alice", "bob"}, Now: now})
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	c, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: AdminKey, MaxRetries: -1})

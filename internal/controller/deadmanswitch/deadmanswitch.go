@@ -72,22 +72,15 @@ func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] {
 	return &external{api: d.Client, adopter: d.Adopter, record: d.Record, absence: d.Absence, kube: d.Kube}
 }
 
-// AnnotationCreateAttempted on a DeadmanSwitch says when a Create was about
-// to POST its switch. The server has no unique switch names: a Create that
-// finds it and no external name knows an earlier create's result may have
-// been lost, and confirms that nothing of its name is there (a list can
-// omit what exists) before it POSTs again.
-const AnnotationCreateAttempted = "terdut.ryuvia.com/create-attempted-at"
-
-// AnnotationCreateAttemptedName is the name that create was about to POST
-// (the spec may be renamed before a lost create is resumed). Anyone who may
-// edit the MR may write it too, so deleting the MR never goes by it: that
-// deletes at most a switch of the spec's own name in its own team.
-const AnnotationCreateAttemptedName = "terdut.ryuvia.com/create-attempted-name"
-
-const errUnmarkAttempt = "cannot remove the mark of a create the server refused from the DeadmanSwitch"
-
-const errMarkAttempt = "cannot mark the create attempt on the DeadmanSwitch; no switch was created"
+// AnnotationCreateAttempted and AnnotationCreateAttemptedName mark a
+// switch's create attempt (see generic.AnnotationCreateAttempted). The server
+// has no unique switch names: a Create that finds the mark and no recorded
+// result confirms that nothing of its name is there (a list can omit what
+// exists) before it POSTs again.
+const (
+	AnnotationCreateAttempted     = generic.AnnotationCreateAttempted
+	AnnotationCreateAttemptedName = generic.AnnotationCreateAttemptedName
+)
 
 type external struct {
 	api     api
@@ -106,7 +99,7 @@ var _ managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] = (*external)(nil)
 // for one switch): one request per poll.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalObservation, error) {
 	id, ok, err := generic.ExternalID(cr)
-	if err == nil && !ok && meta.WasDeleted(cr) && interrupted(cr) {
+	if err == nil && !ok && meta.WasDeleted(cr) && generic.Interrupted(cr) {
 		return e.observeLost(ctx, cr)
 	}
 	if err != nil || !ok {
@@ -134,7 +127,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 		if cur, err = generic.Reread(ctx, e.absence, cr, "dead man's switch", id, fresh, byID, errListSwitches); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		if cur == nil && meta.WasDeleted(cr) && generic.LostRecreate(cr, attemptedAt(cr)) {
+		if cur == nil && meta.WasDeleted(cr) && generic.LostRecreate(cr, generic.AttemptedAt(cr)) {
 			// NOTE: the recorded switch is gone, and a create made since
 			// (the switch deleted outside Kubernetes, made again) lost its
 			// answer: what that create made is looked for too.
@@ -190,7 +183,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) 
 	}
 	// NOTE: only a switch made since that create began can be what it
 	// made: one made earlier (by hand, or by anyone) stays.
-	since, _ := time.Parse(time.RFC3339, cr.GetAnnotations()[AnnotationCreateAttempted])
+	since := generic.AttemptedAt(cr)
 	return generic.ObserveLost(ctx, e.adopter, e.absence, e.kube, cr, n, list, func(s terdut.DeadmanSwitch) bool {
 		return s.Name == name
 	}, since)
@@ -212,8 +205,8 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	list := e.api.ListDeadmanSwitches
 	// seen is what the read that decides an interrupted create showed.
 	var seen *terdut.DeadmanSwitch
-	if interrupted(cr) {
-		if n := cr.GetAnnotations()[AnnotationCreateAttemptedName]; n != "" && n != name {
+	if generic.Interrupted(cr) {
+		if n := generic.AttemptedName(cr); n != "" && n != name {
 			byName = func(s terdut.DeadmanSwitch) bool { return s.Name == name || s.Name == n }
 		}
 		// NOTE: an earlier create's result was lost: only fresh reads,
@@ -242,7 +235,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 			return generic.FindFirst(l, byName), err
 		},
 		Create: func(ctx context.Context) (*terdut.DeadmanSwitch, error) {
-			if err := e.markAttempt(ctx, cr); err != nil {
+			if err := generic.MarkAttempt(ctx, e.kube, cr, name); err != nil {
 				return nil, err
 			}
 			// NOTE: this POST may make the switch: a silence waited out
@@ -253,7 +246,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 				// NOTE: the server made nothing: no attempt is left to
 				// look for (a deletion would take a switch made by hand
 				// since for this create's).
-				return nil, errors.Join(err, e.unmarkAttempt(ctx, cr))
+				return nil, errors.Join(err, generic.UnmarkAttempt(ctx, e.kube, cr))
 			}
 			return made, err
 		},
@@ -272,56 +265,6 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	e.absence.Done(cr)
 	generic.SetExternalID(cr, s.ID)
 	return managed.ExternalCreation{}, nil
-}
-
-// interrupted reports whether the MR's last create attempt (its mark) was
-// not recorded as succeeded: its result may have been lost after the
-// server made the switch. (Same-second marks count as interrupted: a few
-// fresh reads too many, never a second switch.)
-func interrupted(cr *v1alpha1.DeadmanSwitch) bool {
-	mark, err := time.Parse(time.RFC3339, cr.GetAnnotations()[AnnotationCreateAttempted])
-	if err != nil {
-		return false
-	}
-	return !mark.Before(meta.GetExternalCreateSucceeded(cr).Truncate(time.Second))
-}
-
-// attemptedAt is when the MR's last create attempt was marked (zero: none).
-func attemptedAt(cr *v1alpha1.DeadmanSwitch) time.Time {
-	t, _ := time.Parse(time.RFC3339, cr.GetAnnotations()[AnnotationCreateAttempted])
-	return t
-}
-
-// markAttempt records on the MR, before the POST, that a create is under
-// way: the record outlives a provider that dies before the switch's ID is
-// recorded.
-func (e *external) markAttempt(ctx context.Context, cr *v1alpha1.DeadmanSwitch) error {
-	if e.kube == nil {
-		return nil
-	}
-	p := cr.DeepCopy()
-	meta.AddAnnotations(p, map[string]string{AnnotationCreateAttempted: time.Now().UTC().Format(time.RFC3339), AnnotationCreateAttemptedName: EffectiveName(cr.Spec.ForProvider)})
-	if err := e.kube.Patch(ctx, p, client.MergeFrom(cr)); err != nil {
-		return errors.Wrap(err, errMarkAttempt)
-	}
-	cr.SetAnnotations(p.GetAnnotations())
-	cr.SetResourceVersion(p.GetResourceVersion())
-	return nil
-}
-
-// unmarkAttempt removes the marks of a create the server refused.
-func (e *external) unmarkAttempt(ctx context.Context, cr *v1alpha1.DeadmanSwitch) error {
-	if e.kube == nil {
-		return nil
-	}
-	p := cr.DeepCopy()
-	meta.RemoveAnnotations(p, AnnotationCreateAttempted, AnnotationCreateAttemptedName)
-	if err := e.kube.Patch(ctx, p, client.MergeFrom(cr)); err != nil {
-		return errors.Wrap(err, errUnmarkAttempt)
-	}
-	cr.SetAnnotations(p.GetAnnotations())
-	cr.SetResourceVersion(p.GetResourceVersion())
-	return nil
 }
 
 // Update replaces the switch in place (PUT); its ID stays.

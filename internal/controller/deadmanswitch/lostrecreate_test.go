@@ -2,7 +2,6 @@ package deadmanswitch
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -174,7 +173,7 @@ func TestAReconcileFromAStaleCopyDeletesNoSecondSwitch(t *testing.T) {
 // (to stop its failing re-creates), the hand-made switch is not taken for
 // what that create made and stays.
 func TestARefusedCreateLeavesNoAttemptToLookFor(t *testing.T) {
-	f := onTheProvidersClock(t) // the attempt is marked with time.Now()
+	f := controllertest.OnTheProvidersClock(t) // the attempt is marked with time.Now()
 	teamID := f.Team(t, "Platform")
 	old := existing(t, f, teamID, onServer())
 	stored := sw(teamID, withID(old))
@@ -235,18 +234,4 @@ func TestARefusedCreateLeavesNoAttemptToLookFor(t *testing.T) {
 	if left := f.Server.Snapshot().Switches; len(left) != 1 || left[0].ID != hand {
 		t.Errorf("switches left %+v: want the hand-made %d kept (the refused re-create made nothing)", left, hand)
 	}
-}
-
-// onTheProvidersClock is the double with the provider's own clock (time.Now),
-// for tests of marks the provider writes with it.
-func onTheProvidersClock(t *testing.T) *controllertest.Fixture {
-	t.Helper()
-	srv := terdutdouble.New(terdutdouble.Options{AdminKey: controllertest.AdminKey})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	cl, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: controllertest.AdminKey, MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &controllertest.Fixture{Server: srv, Client: cl, URL: hs.URL}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -53,6 +54,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		External:                  New,
 		Credentials:               generic.InstanceKey[*v1alpha1.Team](),
 		Observed:                  func(cr *v1alpha1.Team) int64 { return cr.Status.AtProvider.ID },
+		OwnAnnotations:            []string{generic.AnnotationCreateAttempted, generic.AnnotationCreateAttemptedName},
 		DeterministicExternalName: true,
 		Orphaned: func(ctx context.Context, cr *v1alpha1.Team, c *generic.Conn) error {
 			return revokeOrphaned(ctx, cr, c)
@@ -83,7 +85,7 @@ type teamKeys interface {
 
 // New returns a Team's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Team] {
-	e := &external{api: d.Client, adopter: d.Adopter, now: time.Now}
+	e := &external{api: d.Client, adopter: d.Adopter, absence: d.Absence, kube: d.Kube, now: time.Now}
 	if d.Conn != nil {
 		e.keys = d.Conn
 	}
@@ -93,6 +95,11 @@ func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Team] {
 type external struct {
 	api     api
 	adopter generic.Adopter
+	// absence confirms that a lookup by name that shows nothing means no
+	// team of that name is there (nil: at once).
+	absence *generic.Absence
+	// kube marks create attempts on the MR (nil: not marked, tests).
+	kube client.Client
 	// keys are the team's scoped keys; nil in tests that need none.
 	keys teamKeys
 	// observed is what Observe read in this reconcile; Update uses it.
@@ -109,6 +116,9 @@ var _ managed.TypedExternalClient[*v1alpha1.Team] = (*external)(nil)
 // Observe gets the team by its ID. Only a 404 means it does not exist.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalObservation, error) {
 	id, ok, err := generic.ExternalID(cr)
+	if err == nil && !ok && meta.WasDeleted(cr) && generic.Interrupted(cr) {
+		return e.observeLost(ctx, cr)
+	}
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
@@ -140,6 +150,36 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 		diff += diffKeyRotation
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
+}
+
+// observeLost is Observe for a Team being deleted whose last create's
+// answer was lost: the team that create may have made, never recorded, is
+// looked up by the spec's display name and, if it is this MR's own (no other
+// MR holds it, made since that create began), recorded and deleted like a
+// recorded one instead of left on the server. A team of that name made
+// before stays; a team an interrupted create made under an earlier name (the
+// spec renamed, then deleted before the create resumed) stays too. When the
+// lookup shows none, the MR lets go once none has shown for the absence
+// wait (a lookup's answer can omit what exists).
+func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalObservation, error) {
+	name := cr.Spec.ForProvider.DisplayName
+	t, err := e.api.GetTeamByName(ctx, name)
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errGetTeam)
+	}
+	var found []terdut.Team
+	if t != nil {
+		found = append(found, *t)
+	}
+	return generic.ObserveLost(ctx, e.adopter, e.absence, e.kube, cr, natural(name), found, func(terdut.Team) bool { return true }, generic.AttemptedAt(cr))
+}
+
+func natural(name string) generic.Natural[terdut.Team] {
+	return generic.Natural[terdut.Team]{
+		Kind: "team", Name: name,
+		ID:        func(t *terdut.Team) int64 { return t.ID },
+		CreatedAt: func(t *terdut.Team) time.Time { return t.CreatedAt },
+	}
 }
 
 const diffKeyRotation = "the team's scoped key is due for rotation (keyRotation)"
@@ -183,17 +223,37 @@ func (e *external) observeKey(ctx context.Context, cr *v1alpha1.Team, id int64) 
 
 // Create adopts a team of the same name if the server has one, and creates
 // one otherwise. A 409 means another caller (or our own earlier, interrupted
-// attempt) made it first: adopt it.
+// attempt) made it first: adopt it. After an attempt whose answer was lost
+// and a rename of the spec, the team that attempt made under the earlier
+// name, if it is this MR's own, is adopted (and Update renames it) instead of
+// a second team made.
 func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
 	name := cr.Spec.ForProvider.DisplayName
 	old, hadOld, _ := generic.ExternalID(cr)
-	t, _, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.Team]{
-		Kind: "team", Name: name,
-		Lookup:    func(ctx context.Context) (*terdut.Team, error) { return e.api.GetTeamByName(ctx, name) },
-		Create:    func(ctx context.Context) (*terdut.Team, error) { return e.api.CreateTeam(ctx, name) },
-		ID:        func(t *terdut.Team) int64 { return t.ID },
-		CreatedAt: func(t *terdut.Team) time.Time { return t.CreatedAt },
-	})
+	earlier := ""
+	if n := generic.AttemptedName(cr); generic.Interrupted(cr) && n != "" && n != name {
+		earlier = n
+	}
+	n := natural(name)
+	n.Lookup = func(ctx context.Context) (*terdut.Team, error) {
+		t, err := e.api.GetTeamByName(ctx, name)
+		if t != nil || err != nil || earlier == "" {
+			return t, err
+		}
+		return e.lostUnder(ctx, cr, earlier)
+	}
+	n.Create = func(ctx context.Context) (*terdut.Team, error) {
+		if err := generic.MarkAttempt(ctx, e.kube, cr, name); err != nil {
+			return nil, err
+		}
+		t, err := e.api.CreateTeam(ctx, name)
+		if terdut.IsRefused(err) && !terdut.IsConflict(err) {
+			// NOTE: the server made nothing (a 409 is adopted instead).
+			return nil, errors.Join(err, generic.UnmarkAttempt(ctx, e.kube, cr))
+		}
+		return t, err
+	}
+	t, _, err := generic.AdoptOrCreate(ctx, e.adopter, n)
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
@@ -204,6 +264,20 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 	}
 	generic.SetExternalID(cr, t.ID)
 	return managed.ExternalCreation{}, nil
+}
+
+// lostUnder returns the team an interrupted create of cr made under an
+// earlier display name, if the server has one that is this MR's own.
+func (e *external) lostUnder(ctx context.Context, cr *v1alpha1.Team, earlier string) (*terdut.Team, error) {
+	t, err := e.api.GetTeamByName(ctx, earlier)
+	if t == nil || err != nil {
+		return nil, err
+	}
+	ours, err := generic.Ours(ctx, e.adopter, natural(earlier), t, generic.AttemptedAt(cr))
+	if !ours || err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 const (

@@ -1,0 +1,168 @@
+package team
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+// lostCreate is a Team MR stored in an API server and its external client
+// against a double on the provider's own clock; the MR is older than
+// anything on the server.
+type lostCreate struct {
+	f    *controllertest.Fixture
+	kube client.Client
+	e    *external
+	key  client.ObjectKey
+	now  *time.Time
+}
+
+func newLostCreate(t *testing.T) *lostCreate {
+	t.Helper()
+	f := controllertest.OnTheProvidersClock(t)
+	stored := team()
+	stored.SetUID("uid-team")
+	stored.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(stored).Build()
+	now := time.Now()
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Since: time.Now().Add(-time.Hour)}, absence: absence, kube: kube, now: time.Now}
+	return &lostCreate{f: f, kube: kube, e: e, key: client.ObjectKeyFromObject(stored), now: &now}
+}
+
+// get is the MR as stored: what each reconcile starts from.
+func (l *lostCreate) get(t *testing.T) *v1alpha1.Team {
+	t.Helper()
+	cr := &v1alpha1.Team{}
+	if err := l.kube.Get(t.Context(), l.key, cr); err != nil {
+		t.Fatal(err)
+	}
+	return cr
+}
+
+// loseAnswer makes the MR's next create commit on the server and its
+// answer be lost (a 502 after the commit).
+func (l *lostCreate) loseAnswer(t *testing.T) {
+	t.Helper()
+	l.f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	cr := l.get(t)
+	if _, err := l.e.Create(t.Context(), cr); err == nil {
+		t.Fatal("setup: the create's answer was not lost")
+	}
+}
+
+// deleteMR deletes the MR and reconciles it until it lets go.
+func (l *lostCreate) deleteMR(t *testing.T) {
+	t.Helper()
+	if err := l.kube.Delete(t.Context(), l.get(t)); err != nil { // the finalizer holds it
+		t.Fatal(err)
+	}
+	for range 10 {
+		*l.now = l.now.Add(20 * time.Second)
+		cr := l.get(t)
+		o, err := l.e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if !o.ResourceExists {
+			return
+		}
+		if _, err := l.e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("the Team did not let go")
+}
+
+func (l *lostCreate) teams(t *testing.T) []string {
+	t.Helper()
+	all := l.f.Server.Snapshot().Teams
+	names := make([]string, 0, len(all))
+	for _, tm := range all {
+		names = append(names, tm.Name)
+	}
+	return names
+}
+
+// A Team whose create committed on the server but whose answer was lost is
+// deleted: the team that create made is looked up by the spec's name,
+// recorded and deleted, not left on the server with nobody to manage it.
+func TestDeletingATeamAfterALostCreateDeletesTheTeamItMade(t *testing.T) {
+	l := newLostCreate(t)
+	if _, err := l.f.Client.CreateTeam(t.Context(), "Payments"); err != nil { // by hand, another name
+		t.Fatal(err)
+	}
+	l.loseAnswer(t)
+	if got := l.teams(t); len(got) != 2 {
+		t.Fatalf("setup: teams %v; want Payments and the lost create's Platform", got)
+	}
+	l.deleteMR(t)
+	if got := l.teams(t); len(got) != 1 || got[0] != "Payments" {
+		t.Errorf("teams left %v: want only the hand-made Payments (the lost create's Platform deleted with its MR)", got)
+	}
+}
+
+// A Team's create commits and its answer is lost; the spec is renamed
+// before the create is tried again. The retry adopts the team the lost
+// create made under the earlier name (and renames it) instead of making a
+// second team.
+func TestALostCreateThenARenameMakesNoSecondTeam(t *testing.T) {
+	l := newLostCreate(t)
+	l.loseAnswer(t)
+	cr := l.get(t)
+	cr.Spec.ForProvider.DisplayName = "Platform Engineering"
+	if err := l.kube.Update(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	cr = l.get(t)
+	if _, err := l.e.Create(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.e.Observe(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.e.Update(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.teams(t); len(got) != 1 || got[0] != "Platform Engineering" {
+		t.Errorf("teams %v: want the lost create's team, renamed to Platform Engineering, and no second team", got)
+	}
+}
+
+// The server refuses a Team's create (422: nothing is made). The MR forgets
+// the attempt: when someone then makes a team of that name by hand and the
+// MR is deleted, that team is not taken for what the create made, and stays
+// (with whatever escalation policy, switches and integrations it holds).
+func TestARefusedTeamCreateLeavesNoAttemptToLookFor(t *testing.T) {
+	l := newLostCreate(t)
+	l.f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams", Status: http.StatusUnprocessableEntity, Times: 1})
+	if _, err := l.e.Create(t.Context(), l.get(t)); !terdut.IsRefused(err) {
+		t.Fatalf("setup: create answered %v, want the server's 422", err)
+	}
+	if generic.Interrupted(l.get(t)) {
+		t.Error("the refused create left its attempt marked on the MR")
+	}
+	if _, err := l.f.Client.CreateTeam(t.Context(), "Platform"); err != nil { // by hand
+		t.Fatal(err)
+	}
+	l.deleteMR(t)
+	if got := l.teams(t); len(got) != 1 || got[0] != "Platform" {
+		t.Errorf("teams left %v: want the hand-made Platform kept", got)
+	}
+}
