@@ -97,7 +97,10 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 	if meta.WasDeleted(cr) {
 		// NOTE: a policy being deleted needs no usernames: an unknown user
 		// must not block its removal.
-		if !ok || !ownTeam(cr, id) {
+		if !ok {
+			return e.observeLost(ctx, cr)
+		}
+		if !ownTeam(cr, id) {
 			return managed.ExternalObservation{}, nil
 		}
 		cur, err := e.get(ctx, id)
@@ -136,6 +139,39 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 	generic.Mark(cr, xpv2.Available())
 	diff := Diff(desired, *cur)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
+}
+
+// observeLost is Observe for a policy being deleted that recorded no team:
+// when its last create (a PUT) began after its last recorded success, that
+// PUT may have been written and its answer lost. The team's policy is then
+// this MR's to empty only if no other MR holds it and it is exactly what this
+// MR writes (its usernames resolved now); any other policy (one the PUT never
+// replaced, one set by hand since) stays.
+func (e *external) observeLost(ctx context.Context, cr *v1alpha1.EscalationPolicy) (managed.ExternalObservation, error) {
+	team, known := teamOf(cr)
+	if !known || !generic.LostAfter(cr, meta.GetExternalCreatePending(cr)) {
+		return managed.ExternalObservation{}, nil
+	}
+	if err := e.adoptable.Allowed(ctx, team); err != nil {
+		if generic.IsNotOwned(err) {
+			return managed.ExternalObservation{}, nil
+		}
+		return managed.ExternalObservation{}, err
+	}
+	cur, err := e.get(ctx, team)
+	if err != nil || cur == nil {
+		return managed.ExternalObservation{}, err
+	}
+	users, err := e.api.ListUsers(ctx)
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errListUsers)
+	}
+	desired, _, unknown := Resolve(cr.Spec.ForProvider, users)
+	if len(unknown) > 0 || Diff(desired, *cur) != "" {
+		return managed.ExternalObservation{}, nil
+	}
+	generic.SetExternalID(cr, team)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 }
 
 // get returns the team's policy, or nil when the team is gone or its policy
