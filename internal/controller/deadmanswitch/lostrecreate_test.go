@@ -235,3 +235,31 @@ func TestARefusedCreateLeavesNoAttemptToLookFor(t *testing.T) {
 		t.Errorf("switches left %+v: want the hand-made %d kept (the refused re-create made nothing)", left, hand)
 	}
 }
+
+// A switch made normally (mark and the runtime's external-create-succeeded
+// in the same second), renamed later (PUT), then deleted outside
+// Kubernetes; meanwhile someone made a switch of the old name by hand in the
+// team. The re-create must make a switch of the spec's name, not adopt (and
+// PUT over) the hand-made one as the result of a "lost" create.
+func TestARenamedSwitchMadeAgainAdoptsNoHandMadeSwitchOfItsOldName(t *testing.T) {
+	f := controllertest.OnTheProvidersClock(t)
+	teamID := f.Team(t, "Platform")
+	mark := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	old := existing(t, f, teamID, onServer())
+	cr := sw(teamID, withName("renamed-watchdog"), withID(old))
+	cr.SetUID("uid-sw")
+	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: mark.Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+	meta.SetExternalCreateSucceeded(cr, mark) // same second: the POST took milliseconds
+	if err := f.Client.DeleteDeadmanSwitch(t.Context(), teamID, old); err != nil { // outside Kubernetes
+		t.Fatal(err)
+	}
+	hand := existing(t, f, teamID, onServer()) // by hand, the old name
+	rec := &controllertest.Recorder{}
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Since: mark.Add(-time.Hour)}, record: rec, absence: absence}
+	_, err := e.Create(t.Context(), cr)
+	got, _, _ := generic.ExternalID(cr)
+	if err == nil && got == hand {
+		t.Errorf("the re-create adopted the hand-made switch %d of the old name (Interrupted %v although create-succeeded was recorded)", hand, generic.Interrupted(cr))
+	}
+}

@@ -41,11 +41,13 @@ func AttemptedName(mg resource.Object) string {
 
 // Interrupted reports whether the MR's last create attempt (its mark) was
 // not recorded as succeeded: its result may have been lost after the server
-// made the object. (Same-second marks count as interrupted: a few fresh reads
-// too many, never a second object.)
+// made the object. A success recorded in the same second as the mark counts
+// as recorded (both are written to the second, and a create takes less):
+// else every MR that created its object would stay "interrupted", and a
+// Create after a rename would take an object of the old name made by hand
+// since for its own.
 func Interrupted(mg resource.Object) bool {
-	mark := AttemptedAt(mg)
-	return !mark.IsZero() && !mark.Before(meta.GetExternalCreateSucceeded(mg).Truncate(time.Second))
+	return LostAfter(mg, AttemptedAt(mg))
 }
 
 // MarkAttempt records on the MR, before a POST, that a create of name is

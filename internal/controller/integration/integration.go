@@ -102,7 +102,8 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		TeamRefs: func(cr *v1alpha1.Integration) []string {
 			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
 		},
-		Observed: func(cr *v1alpha1.Integration) int64 { return cr.Status.AtProvider.ID },
+		Observed:       func(cr *v1alpha1.Integration) int64 { return cr.Status.AtProvider.ID },
+		OwnAnnotations: []string{generic.AnnotationCreateAttempted, generic.AnnotationCreateAttemptedName},
 		// Create lists the team's integrations and adopts one of the same
 		// name before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,
@@ -306,6 +307,11 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			// Secret the server would refuse (or one another object
 			// controls) fails here, before a key exists that nobody
 			// could hold.
+			// NOTE: the attempt is marked on the MR too: a Secret can go
+			// before its MR (a foreground deletion removes it first).
+			if err := generic.MarkAttempt(ctx, e.kube, cr, p.Name); err != nil {
+				return nil, err
+			}
 			prev := s
 			marked, err := e.writeSecretOver(ctx, cr, s, map[string]string{AnnotationCreating: e.clock().UTC().Format(time.RFC3339), AnnotationCreatingName: p.Name}, nil)
 			if err != nil {
@@ -321,7 +327,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 				// what it held, with no attempt left to look for (a
 				// deletion would take an integration made by hand since
 				// for this create's).
-				return nil, errors.Join(err, e.unmark(ctx, cr, marked, prev))
+				return nil, errors.Join(err, e.unmark(ctx, cr, marked, prev), generic.UnmarkAttempt(ctx, e.kube, cr))
 			}
 			return made, err
 		},
@@ -366,21 +372,29 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 		return managed.ExternalObservation{}, nil //nolint:nilerr // No team was resolved, so no create reached the server.
 	}
 	s, err := e.secret(ctx, e.read(), cr)
-	if err != nil || s == nil || !controlledBy(s, cr) {
-		// NOTE: only a Secret this MR controls shows what its creates
-		// did; one another object controls (a copied secret name) shows
-		// nothing of this MR's.
+	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	// NOTE: at most an integration of the MR's own name: the name a create
-	// was attempted under is a mark anyone who may write the Secret can
-	// forge, so it widens nothing when deleting.
+	// was attempted under is a mark anyone who may write the Secret or the
+	// MR can forge, so it widens nothing when deleting.
 	name := cr.Spec.ForProvider.Name
-	held := s.Annotations[AnnotationIntegrationID]
-	marked, err := time.Parse(time.RFC3339, s.Annotations[AnnotationCreating])
-	lost := err == nil && generic.LostAfter(cr, marked)
-	if !lost {
-		marked = time.Time{}
+	var held string
+	var marked time.Time
+	lost := false
+	if s != nil && controlledBy(s, cr) {
+		// NOTE: only a Secret this MR controls shows what its creates
+		// did; one another object controls (a copied secret name) shows
+		// nothing of this MR's.
+		held = s.Annotations[AnnotationIntegrationID]
+		if m, err := time.Parse(time.RFC3339, s.Annotations[AnnotationCreating]); err == nil && generic.LostAfter(cr, m) {
+			marked, lost = m, true
+		}
+	}
+	if m := generic.AttemptedAt(cr); !lost && generic.LostAfter(cr, m) {
+		// The Secret is gone (or was rewritten), but the MR's own mark
+		// says a create's result was never recorded.
+		marked, lost = m, true
 	}
 	if !lost && (held == "" || held == meta.GetExternalName(cr)) {
 		return managed.ExternalObservation{}, nil

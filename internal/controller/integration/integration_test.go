@@ -330,7 +330,7 @@ func TestCreate(t *testing.T) {
 			f.Server.ResetCounters()
 			rec := &controllertest.Recorder{}
 			cr := integ(teamID)
-			e := &external{api: f.Client, kube: kube(t, objs...), record: rec, adopter: generic.Adopter{Record: rec}}
+			e := &external{api: f.Client, kube: kube(t, append(objs, cr.DeepCopy())...), record: rec, adopter: generic.Adopter{Record: rec}}
 			_, err := e.Create(t.Context(), cr)
 			if (err != nil) != tc.want.err {
 				t.Fatalf("\n%s\nCreate(...): %v, want error %v", tc.reason, err, tc.want.err)
@@ -459,10 +459,10 @@ func (r *secretReads) Get(ctx context.Context, key client.ObjectKey, obj client.
 func TestCreateReadsTheSecretOnce(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	k := kube(t)
+	cr := integ(teamID)
+	k := kube(t, cr.DeepCopy())
 	reads := &secretReads{Reader: k}
 	e := &external{api: f.Client, kube: k, reader: reads, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
-	cr := integ(teamID)
 	if _, err := e.Create(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,8 @@ func TestOrphanCleanupIsTimeBound(t *testing.T) {
 	teamID := f.Team(t, "Platform")
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: kube(t), record: rec, adopter: generic.Adopter{Record: rec}, now: func() time.Time { return now }}
 	cr := integ(teamID)
+	e := &external{api: f.Client, kube: kube(t, cr.DeepCopy()), record: rec, adopter: generic.Adopter{Record: rec}, now: func() time.Time { return now }}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
 	if _, err := e.Create(t.Context(), cr); err == nil {
 		t.Fatal("Create with a lost POST answer: want an error")
@@ -83,8 +83,8 @@ func TestALyingListMakesNoNewKey(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
 	s := existing(t, f, teamID)
-	k := kube(t, s.secret)
 	cr := integ(teamID, withID(s.id))
+	k := kube(t, s.secret, cr.DeepCopy())
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
@@ -198,8 +198,8 @@ func interruptedCreateUnderShortLists(t *testing.T, f *controllertest.Fixture, t
 	if _, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "staging-am"); err != nil {
 		t.Fatal(err)
 	}
-	k := kube(t)
 	cr := integ(teamID)
+	k := kube(t, cr.DeepCopy())
 	// NOTE: the clock stands still: an absence is never confirmed, so
 	// only a read that shows the integration lets a Create go on.
 	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
@@ -248,8 +248,8 @@ func TestDeletingAnMRWhoseCreateWasLostDeletesWhatItMade(t *testing.T) {
 	if _, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "staging-am"); err != nil {
 		t.Fatal(err)
 	}
-	k := kube(t)
 	cr := integ(teamID)
+	k := kube(t, cr.DeepCopy())
 	now := controllertest.Now()
 	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }

@@ -29,9 +29,9 @@ func TestDeletingAfterALostRecreateDeletesTheIntegrationItMade(t *testing.T) {
 	teamID := f.Team(t, "Platform")
 	s := existing(t, f, teamID)
 	s.secret.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "Integration", Name: "prod-alertmanager", UID: "uid-1", Controller: ptrTrue()}})
-	k := kube(t, s.secret)
 	cr := integ(teamID, withID(s.id))
-	meta.SetExternalCreateSucceeded(cr, controllertest.Now().Add(-time.Hour))     // its first create
+	meta.SetExternalCreateSucceeded(cr, controllertest.Now().Add(-time.Hour)) // its first create
+	k := kube(t, s.secret, cr.DeepCopy())
 	if err := f.Client.DeleteIntegration(t.Context(), teamID, s.id); err != nil { // by hand
 		t.Fatal(err)
 	}
@@ -244,5 +244,49 @@ func TestARefusedCreateLeavesNoMarkToLookFor(t *testing.T) {
 	}
 	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != hand.ID {
 		t.Errorf("%d integrations left: want the hand-made %d kept (the refused re-create made nothing)", len(left), hand.ID)
+	}
+}
+
+// A lost create is marked on the MR as well as in its connection Secret, a
+// dependent of the MR. Deleted with propagation Foreground (kubectl delete
+// --cascade=foreground), the garbage collector removes the Secret while the
+// MR's finalizer still holds it: the MR's own mark still says a create's
+// result was lost, and the integration it made (with a working key) is
+// deleted with the MR.
+func TestALostCreateOutlivesItsSecretUnderForegroundDeletion(t *testing.T) {
+	f := controllertest.OnTheProvidersClock(t) // the MR's mark is on the provider's clock
+	teamID := f.Team(t, "Platform")
+	cr := integ(teamID)
+	k := kube(t, cr.DeepCopy())
+	now := time.Now()
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	if _, err := e.Create(t.Context(), cr); err == nil {
+		t.Fatal("setup: want the lost answer")
+	}
+	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
+	cr.SetFinalizers([]string{"foregroundDeletion", "finalizer.managedresource.crossplane.io"})
+	if err := k.Delete(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: secret}}); err != nil { // the GC, foreground
+		t.Fatal(err)
+	}
+	gone := false
+	for range 10 {
+		now = now.Add(20 * time.Second)
+		o, err := e.Observe(t.Context(), cr)
+		if err != nil {
+			continue
+		}
+		if gone = !o.ResourceExists; gone {
+			break
+		}
+		if _, err := e.Delete(t.Context(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.Server.Snapshot().Integrations); n != 0 {
+		t.Errorf("the MR let go (%v) with %d integration(s) its lost create made left on the server", gone, n)
 	}
 }

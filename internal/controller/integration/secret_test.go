@@ -46,8 +46,8 @@ func TestWebhookSecretLostMessageIsActionable(t *testing.T) {
 func TestCreateWritesSecretBeforeReturning(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	k := kube(t)
 	cr := integ(teamID)
+	k := kube(t, cr.DeepCopy())
 	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 
 	c, err := e.Create(t.Context(), cr)
@@ -87,13 +87,13 @@ func TestCreateWritesSecretBeforeReturning(t *testing.T) {
 func TestObserveRightAfterCreateWhileCacheLags(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	store := kube(t)
+	cr := integ(teamID)
+	store := kube(t, cr.DeepCopy())
 	cache := interceptor.NewClient(store.(client.WithWatch), interceptor.Funcs{
 		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
 			return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
 		},
 	})
-	cr := integ(teamID)
 	rec := &controllertest.Recorder{}
 	e := &external{api: f.Client, kube: cache, reader: store, record: rec, adopter: generic.Adopter{Record: rec}}
 	if _, err := e.Create(t.Context(), cr); err != nil {
@@ -116,9 +116,9 @@ func TestObserveRightAfterCreateWhileCacheLags(t *testing.T) {
 func TestCreateWithALongName(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	k := kube(t)
 	cr := integ(teamID)
 	cr.Name = strings.Repeat("prod-alertmanager-", 5) + "eu-west-1"
+	k := kube(t, cr.DeepCopy())
 	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
 	for i := range 3 {
 		e.replace = nil
@@ -147,8 +147,8 @@ func TestCreateWithALongName(t *testing.T) {
 func TestCreateResumesAfterPostWithoutSecret(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	k := kube(t)
 	cr := integ(teamID)
+	k := kube(t, cr.DeepCopy())
 	rec := &controllertest.Recorder{}
 	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, now: controllertest.Now}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
@@ -179,8 +179,8 @@ func TestRecreatedAfterGoneSaysSo(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
 	s := existing(t, f, teamID)
-	k := kube(t, s.secret)
 	cr := integ(teamID, withID(s.id))
+	k := kube(t, s.secret, cr.DeepCopy())
 	if err := f.Client.DeleteIntegration(t.Context(), teamID, s.id); err != nil {
 		t.Fatal(err)
 	}
@@ -214,8 +214,8 @@ func TestRecreatedAfterGoneSaysSo(t *testing.T) {
 func TestASecretOutsideTheCacheIsNotAbsent(t *testing.T) {
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
-	api := kube(t)
 	cr := integ(teamID)
+	api := kube(t, cr.DeepCopy())
 	rec := &controllertest.Recorder{}
 	e := &external{api: f.Client, kube: api, record: rec, adopter: generic.Adopter{Record: rec}}
 	if _, err := e.Create(t.Context(), cr); err != nil {

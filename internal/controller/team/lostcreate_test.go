@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
@@ -164,5 +166,68 @@ func TestARefusedTeamCreateLeavesNoAttemptToLookFor(t *testing.T) {
 	l.deleteMR(t)
 	if got := l.teams(t); len(got) != 1 || got[0] != "Platform" {
 		t.Errorf("teams left %v: want the hand-made Platform kept", got)
+	}
+}
+
+// A Team creates its team normally: the mark and the runtime's
+// external-create-succeeded fall in the same second (the POST takes
+// milliseconds), and that success counts as recorded. The spec is
+// renamed (Update renames team 1); the old name is now free and someone
+// makes a team "Platform" by hand. Team 1 is then deleted outside Kubernetes:
+// the next Create must make a new "Platform Engineering" team (replaced), not
+// adopt the hand-made "Platform" as "what its lost create made" and rename it.
+func TestARenamedTeamMadeAgainAdoptsNoHandMadeTeamOfItsOldName(t *testing.T) {
+	l := newLostCreate(t)
+	cr := l.get(t)
+	if _, err := l.e.Create(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := generic.ExternalID(cr)
+	// the runtime: create succeeded, in the same second as the mark
+	meta.SetExternalCreateSucceeded(cr, generic.AttemptedAt(cr))
+	if err := l.kube.Update(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	cr = l.get(t)
+	if generic.Interrupted(cr) {
+		t.Error("a create whose success was recorded in the same second as its mark counts as interrupted")
+	}
+	cr.Spec.ForProvider.DisplayName = "Platform Engineering"
+	if err := l.kube.Update(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	cr = l.get(t)
+	if _, err := l.e.Observe(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.e.Update(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	l.e.observed = nil
+	hand, err := l.f.Client.CreateTeam(t.Context(), "Platform") // by hand, the name being free
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.f.Client.DeleteTeam(t.Context(), first); err != nil { // outside Kubernetes
+		t.Fatal(err)
+	}
+	if o, err := l.e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
+		t.Fatalf("Observe %+v %v", o, err)
+	}
+	if _, err := l.e.Create(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.e.Observe(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.e.Update(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := generic.ExternalID(cr)
+	if got == hand.ID {
+		t.Errorf("the Team adopted the hand-made team %d (made after it renamed away from that name) as its own; teams now %v", hand.ID, l.teams(t))
+	}
+	if tm, err := l.f.Client.GetTeam(t.Context(), hand.ID); err != nil || tm.Name != "Platform" {
+		t.Errorf("hand-made team %d: %+v %v; want it left alone, named Platform", hand.ID, tm, err)
 	}
 }
