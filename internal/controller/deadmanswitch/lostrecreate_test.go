@@ -249,7 +249,7 @@ func TestARenamedSwitchMadeAgainAdoptsNoHandMadeSwitchOfItsOldName(t *testing.T)
 	cr := sw(teamID, withName("renamed-watchdog"), withID(old))
 	cr.SetUID("uid-sw")
 	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: mark.Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
-	meta.SetExternalCreateSucceeded(cr, mark) // same second: the POST took milliseconds
+	meta.SetExternalCreateSucceeded(cr, mark)                                      // same second: the POST took milliseconds
 	if err := f.Client.DeleteDeadmanSwitch(t.Context(), teamID, old); err != nil { // outside Kubernetes
 		t.Fatal(err)
 	}
