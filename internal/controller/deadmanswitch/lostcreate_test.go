@@ -57,20 +57,7 @@ func TestDeletingAfterALostCreateDeletesOnlyWhatThatCreateMade(t *testing.T) {
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
 	e := &external{api: cl, adopter: generic.Adopter{Record: rec, Since: since}, record: rec, absence: absence}
-	for range 10 {
-		now = now.Add(20 * time.Second)
-		cr := stored.DeepCopy() // the external name Observe sets is not persisted while deleting
-		o, err := e.Observe(t.Context(), cr)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			break
-		}
-		if _, err := e.Delete(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	controllertest.Deleting(t, e, 10, func() *v1alpha1.DeadmanSwitch { return stored.DeepCopy() }, func() { now = now.Add(20 * time.Second) })
 	left := srv.Snapshot().Switches
 	if len(left) != 1 || left[0].ID != hand.ID {
 		t.Errorf("switches left %+v: want exactly the hand-made switch %d (made before the create attempt); the MR deleted more than its lost create made", left, hand.ID)

@@ -84,23 +84,13 @@ func TestDeletingAfterALostCreateDeletesOneSwitchNotTwo(t *testing.T) {
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
 	e := &external{api: f.Client, kube: kube, adopter: generic.Adopter{Record: rec, Since: controllertest.Now().Add(-time.Hour)}, record: rec, absence: absence}
-	for range 10 {
-		now = now.Add(20 * time.Second)
-		cr := &v1alpha1.DeadmanSwitch{} // each reconcile starts from what is stored
+	controllertest.Deleting(t, e, 10, func() *v1alpha1.DeadmanSwitch {
+		cr := &v1alpha1.DeadmanSwitch{}
 		if err := kube.Get(t.Context(), client.ObjectKeyFromObject(stored), cr); err != nil {
 			t.Fatal(err)
 		}
-		o, err := e.Observe(t.Context(), cr)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			break
-		}
-		if _, err := e.Delete(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return cr
+	}, func() { now = now.Add(20 * time.Second) })
 	left := f.Server.Snapshot().Switches
 	if len(left) != 1 || left[0].ID != hand {
 		t.Errorf("switches left %+v: want only the hand-made %d (the lost create made %d)", left, hand, mine)
@@ -217,20 +207,7 @@ func TestARefusedCreateLeavesNoAttemptToLookFor(t *testing.T) {
 	if err := kube.Delete(t.Context(), cr); err != nil { // sets the deletion timestamp; the finalizer holds it
 		t.Fatal(err)
 	}
-	for range 10 {
-		now = now.Add(20 * time.Second)
-		cr := get()
-		o, err := e.Observe(t.Context(), cr)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			break
-		}
-		if _, err := e.Delete(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	controllertest.Deleting(t, e, 10, get, func() { now = now.Add(20 * time.Second) })
 	if left := f.Server.Snapshot().Switches; len(left) != 1 || left[0].ID != hand {
 		t.Errorf("switches left %+v: want the hand-made %d kept (the refused re-create made nothing)", left, hand)
 	}

@@ -8,26 +8,16 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
 // deleting reconciles a policy being deleted until it lets go.
 func deleting(t *testing.T, e *external, cr func() *v1alpha1.EscalationPolicy) {
 	t.Helper()
-	for range 5 {
-		x := cr()
-		o, err := e.Observe(t.Context(), x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !o.ResourceExists {
-			return
-		}
-		if _, err := e.Delete(t.Context(), x); err != nil {
-			t.Fatal(err)
-		}
+	if !controllertest.Deleting(t, e, 5, cr, func() {}) {
+		t.Fatal("the EscalationPolicy did not let go")
 	}
-	t.Fatal("the EscalationPolicy did not let go")
 }
 
 // An EscalationPolicy's create (a PUT of the whole policy) is written on the

@@ -34,19 +34,7 @@ func TestDeletingAnMRThatMadeNothingLeavesTheIntegrationOfTheSecretItNames(t *te
 		api: f.Client, kube: kube(t, y.secret), record: rec, absence: absence, now: func() time.Time { return now },
 		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
 	}
-	for range 6 {
-		now = now.Add(20 * time.Second)
-		o, err := e.Observe(t.Context(), x)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			break
-		}
-		if _, err := e.Delete(t.Context(), x); err != nil {
-			t.Fatal(err)
-		}
-	}
+	controllertest.Deleting(t, e, 6, func() *v1alpha1.Integration { return x }, func() { now = now.Add(20 * time.Second) })
 	if n := len(f.Server.Snapshot().Integrations); n != 1 {
 		t.Errorf("deleting an Integration that never made anything deleted integration %d, held by another MR (%d integrations left)", y.id, n)
 	}
@@ -75,19 +63,7 @@ func TestForgedCreateMarksDeleteNoIntegrationOfAnotherName(t *testing.T) {
 		api: f.Client, kube: kube(t, s), record: rec, absence: absence, now: func() time.Time { return now },
 		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
 	}
-	for range 6 {
-		now = now.Add(20 * time.Second)
-		o, err := e.Observe(t.Context(), x)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			break
-		}
-		if _, err := e.Delete(t.Context(), x); err != nil {
-			t.Fatal(err)
-		}
-	}
+	controllertest.Deleting(t, e, 6, func() *v1alpha1.Integration { return x }, func() { now = now.Add(20 * time.Second) })
 	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != hand.ID {
 		t.Errorf("integrations left %d: want the hand-made billing-am (%d); deleting an MR named prod-am deleted an integration of another name", len(left), hand.ID)
 	}

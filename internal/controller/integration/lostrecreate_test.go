@@ -55,20 +55,7 @@ func TestDeletingAfterALostRecreateDeletesTheIntegrationItMade(t *testing.T) {
 		t.Fatalf("setup: %d integrations, external name %q; want the re-create committed and the old ID still recorded", n, meta.GetExternalName(cr))
 	}
 	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
-	gone := false
-	for range 10 {
-		now = now.Add(20 * time.Second)
-		o, err := e.Observe(t.Context(), cr)
-		if err != nil {
-			continue
-		}
-		if gone = !o.ResourceExists; gone {
-			break
-		}
-		if _, err := e.Delete(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gone := controllertest.Deleting(t, e, 10, func() *v1alpha1.Integration { return cr }, func() { now = now.Add(20 * time.Second) })
 	if n := len(f.Server.Snapshot().Integrations); n != 0 {
 		t.Errorf("the MR let go (%v) with %d integration(s) its lost re-create made (a working key nobody holds) left on the server", gone, n)
 	}
@@ -107,23 +94,13 @@ func TestDeletingAfterALostCreateDeletesOneIntegrationNotTwo(t *testing.T) {
 		api: f.Client, kube: k, record: rec, absence: absence, now: func() time.Time { return now },
 		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
 	}
-	for range 10 {
-		now = now.Add(20 * time.Second)
-		x := &v1alpha1.Integration{} // each reconcile starts from what is stored
+	controllertest.Deleting(t, e, 10, func() *v1alpha1.Integration {
+		x := &v1alpha1.Integration{}
 		if err := k.Get(t.Context(), client.ObjectKeyFromObject(stored), x); err != nil {
 			t.Fatal(err)
 		}
-		o, err := e.Observe(t.Context(), x)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			break
-		}
-		if _, err := e.Delete(t.Context(), x); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return x
+	}, func() { now = now.Add(20 * time.Second) })
 	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != hand.ID {
 		t.Errorf("%d integrations left: want only the hand-made %d (the lost create made %d)", len(left), hand.ID, mine.ID)
 	}
@@ -165,23 +142,13 @@ func TestDeletingAnImportedIntegrationDeletesOnlyThatOne(t *testing.T) {
 		api: f.Client, kube: k, record: rec, absence: absence, now: func() time.Time { return now },
 		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
 	}
-	for range 10 {
-		now = now.Add(20 * time.Second)
+	controllertest.Deleting(t, e, 10, func() *v1alpha1.Integration {
 		x := &v1alpha1.Integration{}
 		if err := k.Get(t.Context(), client.ObjectKeyFromObject(stored), x); err != nil {
 			t.Fatal(err)
 		}
-		o, err := e.Observe(t.Context(), x)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			break
-		}
-		if _, err := e.Delete(t.Context(), x); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return x
+	}, func() { now = now.Add(20 * time.Second) })
 	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != other.ID {
 		t.Errorf("%d integrations left: want only %d (made by hand, never this MR's); the MR imported and deleted %d", len(left), other.ID, imported.ID)
 	}
@@ -228,20 +195,7 @@ func TestARefusedCreateLeavesNoMarkToLookFor(t *testing.T) {
 	if err := k.Delete(t.Context(), get()); err != nil { // sets the deletion timestamp; the finalizer holds it
 		t.Fatal(err)
 	}
-	for range 10 {
-		now = now.Add(20 * time.Second)
-		cr := get()
-		o, err := e.Observe(t.Context(), cr)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			break
-		}
-		if _, err := e.Delete(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	controllertest.Deleting(t, e, 10, get, func() { now = now.Add(20 * time.Second) })
 	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != hand.ID {
 		t.Errorf("%d integrations left: want the hand-made %d kept (the refused re-create made nothing)", len(left), hand.ID)
 	}
@@ -272,20 +226,7 @@ func TestALostCreateOutlivesItsSecretUnderForegroundDeletion(t *testing.T) {
 	if err := k.Delete(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: secret}}); err != nil { // the GC, foreground
 		t.Fatal(err)
 	}
-	gone := false
-	for range 10 {
-		now = now.Add(20 * time.Second)
-		o, err := e.Observe(t.Context(), cr)
-		if err != nil {
-			continue
-		}
-		if gone = !o.ResourceExists; gone {
-			break
-		}
-		if _, err := e.Delete(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gone := controllertest.Deleting(t, e, 10, func() *v1alpha1.Integration { return cr }, func() { now = now.Add(20 * time.Second) })
 	if n := len(f.Server.Snapshot().Integrations); n != 0 {
 		t.Errorf("the MR let go (%v) with %d integration(s) its lost create made left on the server", gone, n)
 	}

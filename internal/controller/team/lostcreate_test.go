@@ -75,21 +75,9 @@ func (l *lostCreate) deleteMR(t *testing.T) {
 	if err := l.kube.Delete(t.Context(), l.get(t)); err != nil { // the finalizer holds it
 		t.Fatal(err)
 	}
-	for range 10 {
-		*l.now = l.now.Add(20 * time.Second)
-		cr := l.get(t)
-		o, err := l.e.Observe(t.Context(), cr)
-		if err != nil {
-			continue
-		}
-		if !o.ResourceExists {
-			return
-		}
-		if _, err := l.e.Delete(t.Context(), cr); err != nil {
-			t.Fatal(err)
-		}
+	if !controllertest.Deleting(t, l.e, 10, func() *v1alpha1.Team { return l.get(t) }, func() { *l.now = l.now.Add(20 * time.Second) }) {
+		t.Fatal("the Team did not let go")
 	}
-	t.Fatal("the Team did not let go")
 }
 
 func (l *lostCreate) teams(t *testing.T) []string {
