@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -64,6 +65,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Observed: func(cr *v1alpha1.EscalationPolicy) int64 { return cr.Status.AtProvider.TeamID },
 		// The external name is the team ID: a retried Create PUTs the same
 		// policy to the same team, so nothing can be duplicated.
+		OwnAnnotations:            []string{generic.AnnotationCreateAttempted, generic.AnnotationCreateAttemptedName},
 		DeterministicExternalName: true,
 	})
 }
@@ -74,12 +76,14 @@ func teamOf(cr *v1alpha1.EscalationPolicy) (int64, bool) {
 
 // New returns an EscalationPolicy's external client.
 func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.EscalationPolicy] {
-	return &external{api: d.Client, adoptable: d.Adopter.Check}
+	return &external{api: d.Client, adoptable: d.Adopter.Check, kube: d.Kube}
 }
 
 type external struct {
 	api       api
 	adoptable generic.Adoptable
+	// kube marks create attempts on the MR (nil: not marked, tests).
+	kube client.Client
 	// desired is the spec with usernames resolved, set by Observe.
 	desired *terdut.EscalationPolicy
 }
@@ -142,14 +146,14 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 }
 
 // observeLost is Observe for a policy being deleted that recorded no team:
-// when its last create (a PUT) began after its last recorded success, that
-// PUT may have been written and its answer lost. The team's policy is then
+// when its last create's PUT was marked (right before it was sent) after its
+// last recorded success, that PUT may have been written and its answer lost. The team's policy is then
 // this MR's to empty only if no other MR holds it and it is exactly what this
 // MR writes (its usernames resolved now); any other policy (one the PUT never
 // replaced, one set by hand since) stays.
 func (e *external) observeLost(ctx context.Context, cr *v1alpha1.EscalationPolicy) (managed.ExternalObservation, error) {
 	team, known := teamOf(cr)
-	if !known || !generic.LostAfter(cr, meta.GetExternalCreatePending(cr)) {
+	if !known || !generic.Interrupted(cr) {
 		return managed.ExternalObservation{}, nil
 	}
 	if err := e.adoptable.Allowed(ctx, team); err != nil {
@@ -201,7 +205,15 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.EscalationPolicy) (m
 	if err := e.adoptable.Allowed(ctx, *t); err != nil {
 		return managed.ExternalCreation{}, err
 	}
+	// NOTE: marked right before the PUT: if its answer is lost, deleting
+	// the MR empties what it wrote (see observeLost).
+	if err := generic.MarkAttempt(ctx, e.kube, cr, generic.FormatID(*t)); err != nil {
+		return managed.ExternalCreation{}, err
+	}
 	if err := e.put(ctx, *t); err != nil {
+		if terdut.IsRefused(err) {
+			return managed.ExternalCreation{}, errors.Join(err, generic.UnmarkAttempt(ctx, e.kube, cr))
+		}
 		return managed.ExternalCreation{}, err
 	}
 	generic.SetExternalID(cr, *t)

@@ -1,14 +1,22 @@
 package escalationpolicy
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -27,21 +35,32 @@ func deleting(t *testing.T, e *external, cr func() *v1alpha1.EscalationPolicy) {
 func TestDeletingAfterALostPutEmptiesThePolicyItWrote(t *testing.T) {
 	f, teamID, _ := fixture(t)
 	stored := policy(teamID)
-	meta.SetExternalCreatePending(stored, time.Now()) // as the runtime writes it before Create
-	e := &external{api: f.Client}
-	if _, err := e.Observe(t.Context(), stored); err != nil {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(stored.DeepCopy()).Build()
+	e := &external{api: f.Client, kube: kube}
+	cr := stored.DeepCopy()
+	if _, err := e.Observe(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPut, Route: "/api/teams/{id}/escalation", Status: http.StatusBadGateway, Commit: true, Times: 1})
-	if _, err := e.Create(t.Context(), stored); err == nil {
+	if _, err := e.Create(t.Context(), cr); err == nil {
 		t.Fatal("setup: the PUT's answer was not lost")
 	}
-	stored.SetAnnotations(map[string]string{meta.AnnotationKeyExternalCreatePending: stored.GetAnnotations()[meta.AnnotationKeyExternalCreatePending]}) // no external name was recorded
 	if got, err := f.Client.GetEscalationPolicy(t.Context(), teamID); err != nil || got.IsEmpty() {
 		t.Fatalf("setup: policy %+v, %v; want the lost PUT written", got, err)
 	}
-	withDeletion()(stored)
-	deleting(t, &external{api: f.Client}, func() *v1alpha1.EscalationPolicy { return stored.DeepCopy() })
+	get := func() *v1alpha1.EscalationPolicy {
+		x := &v1alpha1.EscalationPolicy{}
+		if err := kube.Get(t.Context(), client.ObjectKeyFromObject(stored), x); err != nil {
+			t.Fatal(err)
+		}
+		withDeletion()(x)
+		return x
+	}
+	deleting(t, &external{api: f.Client, kube: kube}, get)
 	if got, err := f.Client.GetEscalationPolicy(t.Context(), teamID); err != nil || !got.IsEmpty() {
 		t.Errorf("team %d's policy after deleting the MR whose PUT it was: %+v, %v; want it emptied", teamID, got, err)
 	}
@@ -57,10 +76,60 @@ func TestDeletingAfterAnUnwrittenPutLeavesAnotherPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := policy(teamID, withDeletion())
-	meta.SetExternalCreatePending(stored, time.Now())
+	// a PUT marked (as MarkAttempt writes it) and never written
+	meta.AddAnnotations(stored, map[string]string{generic.AnnotationCreateAttempted: time.Now().UTC().Format(time.RFC3339)})
 	deleting(t, &external{api: f.Client}, func() *v1alpha1.EscalationPolicy { return stored.DeepCopy() })
 	got, err := f.Client.GetEscalationPolicy(t.Context(), teamID)
 	if err != nil || got.FallbackTopic != "set-by-hand" {
 		t.Errorf("team %d's policy after deleting an MR that never wrote it: %+v, %v; want the hand-set one kept", teamID, got, err)
+	}
+}
+
+// An EP whose Create was refused (ResourceNotOwned: another EP held the
+// team's policy) wrote nothing. The runtime still wrote create-pending before
+// that Create (and create-failed after). The holder then goes leaving its
+// policy (deletionPolicy Orphan, or managementPolicies without Delete, e.g.
+// an Observe-only import), and the refused EP (same spec) is deleted: it
+// must not empty a policy it never wrote.
+func TestARefusedCreateEmptiesNoPolicyItNeverWrote(t *testing.T) {
+	f, teamID, alice := fixture(t)
+	if err := f.Client.PutEscalationPolicy(t.Context(), teamID, serverPolicy(alice)); err != nil {
+		t.Fatal(err)
+	}
+	pc := &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
+	first := policy(teamID, withID(teamID))
+	first.Name, first.UID = "first", "uid-first"
+	first.Status.AtProvider.TeamID = teamID
+	first.SetProviderConfigReference(pc)
+	scheme := runtime.NewScheme()
+	_ = v1alpha1.AddToScheme(scheme)
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(first).Build()
+	owners := generic.Owners{
+		Kube: kube, Kind: "EscalationPolicy", Naive: true,
+		NewList:  func() resource.ManagedList { return &v1alpha1.EscalationPolicyList{} },
+		Observed: func(mg resource.Managed) int64 { return mg.(*v1alpha1.EscalationPolicy).Status.AtProvider.TeamID },
+	}
+	second := policy(teamID)
+	second.Name, second.UID = "second", "uid-second"
+	second.SetProviderConfigReference(pc)
+	e := &external{api: f.Client, adoptable: owners.Adoptable(second)}
+	if _, err := e.Observe(t.Context(), second); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetExternalCreatePending(second, time.Now()) // the runtime, before Create
+	if _, err := e.Create(t.Context(), second); !generic.IsNotOwned(err) {
+		t.Fatalf("setup: Create: %v; want ResourceNotOwned", err)
+	}
+	meta.SetExternalCreateFailed(second, time.Now()) // the runtime, after the refused Create
+
+	// The holder goes, leaving its policy (Orphan).
+	if err := kube.Delete(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	withDeletion()(second)
+	deleting(t, &external{api: f.Client, adoptable: owners.Adoptable(second)}, func() *v1alpha1.EscalationPolicy { return second.DeepCopy() })
+	got, err := f.Client.GetEscalationPolicy(t.Context(), teamID)
+	if err != nil || got.IsEmpty() {
+		t.Errorf("team %d's policy after deleting an EP whose only Create was refused (it never PUT): %+v, %v; want the orphaned policy kept", teamID, got, err)
 	}
 }

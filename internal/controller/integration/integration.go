@@ -306,18 +306,19 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			// NOTE: the Secret is written first, marked "creating": a
 			// Secret the server would refuse (or one another object
 			// controls) fails here, before a key exists that nobody
-			// could hold.
-			// NOTE: the attempt is marked on the MR too: a Secret can go
-			// before its MR (a foreground deletion removes it first).
-			if err := generic.MarkAttempt(ctx, e.kube, cr, p.Name); err != nil {
-				return nil, err
-			}
+			// could hold, and before anything is marked.
 			prev := s
 			marked, err := e.writeSecretOver(ctx, cr, s, map[string]string{AnnotationCreating: e.clock().UTC().Format(time.RFC3339), AnnotationCreatingName: p.Name}, nil)
 			if err != nil {
 				return nil, errors.Wrapf(err, errPrepareSecret, secretName(cr))
 			}
 			s = marked
+			// NOTE: the attempt is marked on the MR too (a Secret can go
+			// before its MR: a foreground deletion removes it first); if
+			// that fails, no POST is made and the Secret's mark goes.
+			if err := generic.MarkAttempt(ctx, e.kube, cr, p.Name); err != nil {
+				return nil, errors.Join(err, e.unmark(ctx, cr, marked, prev))
+			}
 			// NOTE: this POST may make the integration: a silence waited
 			// out before it says nothing about what is there after it.
 			e.absence.Seen(cr, 0)

@@ -231,3 +231,72 @@ func TestALostCreateOutlivesItsSecretUnderForegroundDeletion(t *testing.T) {
 		t.Errorf("the MR let go (%v) with %d integration(s) its lost create made left on the server", gone, n)
 	}
 }
+
+// An Integration x whose writeConnectionSecretToRef names the Secret of
+// another Integration MR (copy-paste) runs Create: it is refused while
+// preparing the Secret (ConnectionSecretMustBeControllableBy), before any
+// POST, and before anything is marked. The user then makes x's integration by hand (to
+// unblock a sender) and deletes x: the hand-made integration, which x never
+// made, must stay (as in TestARefusedCreateLeavesNoMarkToLookFor).
+func TestACreateFailedBeforeItsPOSTLeavesNoMarkOnTheMR(t *testing.T) {
+	f := controllertest.OnTheProvidersClock(t)
+	teamID := f.Team(t, "Platform")
+	y := existing(t, f, teamID) // MR team-a/prod-alertmanager (uid-1) holds it; its key in Secret `secret`
+	y.secret.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other-app", UID: "uid-other", Controller: ptrTrue()}})
+	y.secret.Annotations, y.secret.Data = nil, map[string][]byte{"other": []byte("x")} // another controller's Secret of that name
+	x := integ(teamID, withName("staging-am"))
+	x.SetName("staging-alertmanager")
+	x.SetUID("uid-2")
+	k := kube(t, y.secret, x.DeepCopy())
+	now := time.Now()
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return now }
+	rec := &controllertest.Recorder{}
+	e := &external{
+		api: f.Client, kube: k, record: rec, absence: absence, now: func() time.Time { return now },
+		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
+	}
+	get := func() *v1alpha1.Integration {
+		cr := &v1alpha1.Integration{}
+		if err := k.Get(t.Context(), client.ObjectKeyFromObject(x), cr); err != nil {
+			t.Fatal(err)
+		}
+		return cr
+	}
+	cr := get()
+	if _, err := e.Observe(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	f.Server.ResetCounters()
+	if _, err := e.Create(t.Context(), cr); err == nil {
+		t.Fatalf("setup: want the Create refused at the Secret; POSTs %d, en %q", f.Server.Count("POST /api/teams/{id}/integrations"), cr.GetAnnotations())
+	}
+	if n := f.Server.Count("POST /api/teams/{id}/integrations"); n != 0 {
+		t.Fatalf("setup: %d POSTs", n)
+	}
+	if generic.Interrupted(get()) {
+		t.Error("a Create that failed before its POST left its attempt marked on the MR")
+	}
+	hand, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "staging-am") // by hand
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := get()
+	d.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
+	if err := k.Update(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Delete(t.Context(), get()); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Deleting(t, e, 10, get, func() { now = now.Add(20 * time.Second) })
+	found := false
+	for _, in := range f.Server.Snapshot().Integrations {
+		if in.ID == hand.ID {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("deleting Integration x, whose only Create failed before any POST, deleted the hand-made integration %d (staging-am) and revoked its key", hand.ID)
+	}
+}
