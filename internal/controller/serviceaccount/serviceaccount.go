@@ -6,9 +6,11 @@ package serviceaccount
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -193,6 +195,9 @@ func purpose(cr *v1alpha1.ServiceAccount, which string) string {
 // revoke or a bootstrap checkpoint left behind make it not up to date.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalObservation, error) {
 	id, ok, err := generic.ExternalID(cr)
+	if err == nil && !ok && meta.WasDeleted(cr) {
+		return e.observeLost(ctx, cr)
+	}
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
@@ -259,6 +264,38 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 		}
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff, ConnectionDetails: e.details(ks.token)}, nil
+}
+
+// observeLost is Observe for an MR being deleted that recorded no account:
+// its Create may have been interrupted after the server made the account and
+// a key was minted into its connection Secret, or after a bootstrap left its
+// checkpoint (an admin key). The account that Secret names (only a Secret
+// this MR controls: one another object controls shows nothing of this MR's)
+// is this MR's to delete as a recorded one, if no other MR holds it and it
+// is of the spec's name, scope and team (Observe checks); a checkpoint left
+// behind goes too.
+func (e *external) observeLost(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalObservation, error) {
+	s, err := secret(ctx, e.reader, cr.GetNamespace(), secretName(cr))
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	var id int64
+	if s != nil {
+		if c := metav1.GetControllerOf(s); c != nil && c.UID == cr.GetUID() {
+			id, _ = strconv.ParseInt(s.Annotations[AnnotationAccountID], 10, 64)
+		}
+	}
+	if id == 0 {
+		return e.leftBehind(ctx, cr)
+	}
+	if err := e.adopter.Check.Allowed(ctx, id); err != nil {
+		if generic.IsNotOwned(err) {
+			return e.leftBehind(ctx, cr)
+		}
+		return managed.ExternalObservation{}, err
+	}
+	generic.SetExternalID(cr, id)
+	return e.Observe(ctx, cr)
 }
 
 // Create resumes or starts the way to a working key: a credential (the
@@ -380,8 +417,13 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 // and the bootstrap checkpoint if one is left.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalDelete, error) {
 	id, ok, err := generic.ExternalID(cr)
-	if err != nil || !ok {
+	if err != nil {
 		return managed.ExternalDelete{}, err
+	}
+	if !ok {
+		// NOTE: no account is this MR's; a bootstrap checkpoint it left
+		// (Observe reports it) goes.
+		return managed.ExternalDelete{}, e.deleteCheckpoint(ctx, cr)
 	}
 	ks, err := e.keyState(ctx, cr)
 	if err != nil {

@@ -1,0 +1,94 @@
+package serviceaccount
+
+import (
+	"net/http"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+// deleteUntilGone reconciles cr being deleted until Observe finds nothing of
+// its own (at most n times).
+func (f *fixture) deleteUntilGone(t *testing.T, cr *v1alpha1.ServiceAccount, n int) {
+	t.Helper()
+	for range n {
+		if err := f.delete(t, cr); err != nil {
+			t.Fatal(err)
+		}
+		if o, err := f.e.Observe(t.Context(), cr); err == nil && !o.ResourceExists {
+			return
+		}
+	}
+	t.Fatal("the ServiceAccount did not let go")
+}
+
+// A ServiceAccount's Create made the account and wrote a key minted on it to
+// its connection Secret, and the provider died before the account's ID was
+// recorded. Deleting the MR deletes that account, and so its key: a working
+// instance key must not outlive the resource that held it.
+func TestDeletingAfterAnInterruptedCreateDeletesTheAccountAndItsKey(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	if err := f.reconcile(t, cr); err != nil {
+		t.Fatal(err)
+	}
+	key := terdut.Secret(f.secret(t, "instance-credentials").Data[SecretKeyToken])
+	meta.RemoveAnnotations(cr, meta.AnnotationKeyExternalName) // the ID never recorded
+	f.deleteUntilGone(t, cr, 5)
+	if n := len(f.double.Snapshot().ServiceAccounts); n != 0 {
+		t.Errorf("%d service accounts left after deleting the MR whose Create made one", n)
+	}
+	c, _ := terdut.New(terdut.Options{Endpoint: f.url, Token: key, MaxRetries: -1})
+	if _, err := c.ListUsers(t.Context()); !terdut.IsUnauthorized(err) {
+		t.Errorf("the key the interrupted Create wrote still works after deleting its MR: %v", err)
+	}
+}
+
+// A ServiceAccount that never created anything and whose
+// writeConnectionSecretToRef names another ServiceAccount's Secret (a
+// copy-paste) is deleted: the account that Secret names is the other MR's and
+// stays.
+func TestDeletingAnMRThatMadeNothingLeavesTheAccountOfTheSecretItNames(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	holder := sa()
+	if err := f.reconcile(t, holder); err != nil {
+		t.Fatal(err)
+	}
+	copied := sa()
+	copied.Name, copied.UID = "copy", "uid-copy"
+	now := metav1.Now()
+	copied.SetDeletionTimestamp(&now)
+	f.deleteUntilGone(t, copied, 5)
+	if n := len(f.double.Snapshot().ServiceAccounts); n != 1 {
+		t.Errorf("%d service accounts left: want the other ServiceAccount's account kept", n)
+	}
+}
+
+// A bootstrap was interrupted after /api/bootstrap answered (its admin key
+// checkpointed in a Secret) and before the account was made; the MR is then
+// deleted. The checkpoint goes and its admin key is revoked: no admin key is
+// left in a Secret nobody manages.
+func TestDeletingAfterAnInterruptedBootstrapRemovesItsCheckpoint(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	f.double.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/service-accounts", Status: http.StatusInternalServerError, Times: 1})
+	if err := f.reconcile(t, cr); err == nil {
+		t.Fatal("setup: want the account's create to fail after the bootstrap")
+	}
+	if f.secret(t, checkpointName(cr)) == nil {
+		t.Fatal("setup: no bootstrap checkpoint was left")
+	}
+	f.deleteUntilGone(t, cr, 5)
+	if f.secret(t, checkpointName(cr)) != nil {
+		t.Error("the bootstrap checkpoint (an admin key) is left behind")
+	}
+	if n := f.double.UserKeys(); n != 0 {
+		t.Errorf("%d user keys valid on the server after deleting the MR: the checkpointed admin key must be revoked", n)
+	}
+}
