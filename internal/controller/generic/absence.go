@@ -122,6 +122,17 @@ func (a *Absence) MissingByName(mg resource.Managed, what, name string) error {
 	return errors.Errorf(errConfirmingNone, what, name, at.UTC().Format(time.RFC3339))
 }
 
+// NoneYet is MissingByName for a caller that says itself what it confirms:
+// whether the fresh read that confirms nothing is there is due now, and
+// otherwise when it will be.
+func (a *Absence) NoneYet(mg resource.Managed) (bool, time.Time) {
+	if a == nil {
+		return true, time.Time{}
+	}
+	ok, _, at := a.due(absent{uid: mg.GetUID()})
+	return ok, at
+}
+
 // Confirmed records that a fresh read after the wait did not show mg's
 // object id either: it is gone, and stays so for mg until Done.
 func (a *Absence) Confirmed(mg resource.Managed, id int64) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -136,6 +137,9 @@ func (e *external) mint(ctx context.Context, c api, cr *v1alpha1.ServiceAccount,
 	if err := e.markMinting(ctx, cr); err != nil {
 		return keyState{}, err
 	}
+	// NOTE: this mint may make a key: a silence waited out before it says
+	// nothing about what is there after it.
+	e.absence.Seen(cr, 0)
 	key, err := c.MintKey(ctx, sa.ID)
 	if err != nil {
 		return keyState{}, errors.Wrap(err, errMint)
@@ -185,9 +189,10 @@ func (e *external) markMinting(ctx context.Context, cr *v1alpha1.ServiceAccount)
 }
 
 const (
-	errListKeys = "cannot list the keys of service account %d to revoke one an interrupted mint may have made"
-	msgStrayKey = "Revoked key %d of service account %d: an interrupted mint made it at %s, and no Secret held it"
-	msgNoList   = "A mint of a key on service account %d was interrupted at %s, and the server cannot list the account's keys (%v): a key made then may be valid and held by nobody. Revoke keys of the account made at that time on the server"
+	errConfirmingStray = "a mint of a key on service account %d was interrupted at %s, and the account's keys show none made since: confirming with a fresh read at %s before minting another (a list can omit what exists, and a key nobody holds must be revoked)"
+	errListKeys        = "cannot list the keys of service account %d to revoke one an interrupted mint may have made"
+	msgStrayKey        = "Revoked key %d of service account %d: an interrupted mint made it at %s, and no Secret held it"
+	msgNoList          = "A mint of a key on service account %d was interrupted at %s, and the server cannot list the account's keys (%v): a key made then may be valid and held by nobody. Revoke keys of the account made at that time on the server"
 )
 
 // revokeStray revokes the keys of sa that an interrupted mint (marked at
@@ -203,8 +208,18 @@ func (e *external) revokeStray(ctx context.Context, c api, cr *v1alpha1.ServiceA
 		return errors.Wrapf(err, errListKeys, sa.ID)
 	}
 	since := old.minting.Add(-generic.ClockAllowance)
+	stray := func(k terdut.APIKey) bool {
+		return k.ID != old.keyID && !k.CreatedAt.IsZero() && !k.CreatedAt.Before(since)
+	}
+	if !slices.ContainsFunc(listed, stray) {
+		// NOTE: a list can omit what exists: only a read some time after
+		// that shows no such key either lets the next mint forget this one.
+		if due, at := e.absence.NoneYet(cr); !due {
+			return errors.Errorf(errConfirmingStray, sa.ID, old.minting.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))
+		}
+	}
 	for _, k := range listed {
-		if k.ID == old.keyID || k.CreatedAt.IsZero() || k.CreatedAt.Before(since) {
+		if !stray(k) {
 			continue
 		}
 		if err := c.RevokeKey(ctx, sa.ID, k.ID); err != nil && !terdut.IsNotFound(err) {

@@ -3,6 +3,7 @@ package serviceaccount
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -10,6 +11,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -90,5 +92,47 @@ func TestDeletingAfterAnInterruptedBootstrapRemovesItsCheckpoint(t *testing.T) {
 	}
 	if n := f.double.UserKeys(); n != 0 {
 		t.Errorf("%d user keys valid on the server after deleting the MR: the checkpointed admin key must be revoked", n)
+	}
+}
+
+// A rotation's mint commits on the server and its answer is lost: a key
+// nobody holds. The next mint looks for it in the account's keys, but that
+// list answers empty (a lagging replica, a page cut short). The mint waits, reads again, and revokes
+// it: one list's silence does not let the next mint forget a valid key.
+func TestAStrayKeyAListOmitsIsRevokedAllTheSame(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	f.e.absence = generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	f.e.absence.Clock = func() time.Time { return f.now }
+	cr := sa()
+	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{}
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cr.Spec.ForProvider.KeyRotation.RotationRequest = "2026-12-07"
+	f.double.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/service-accounts/{id}/keys", Commit: true, Status: http.StatusGatewayTimeout, Times: 1})
+	if err := f.reconcile(t, cr); err == nil {
+		t.Fatal("setup: the rotation whose answer was lost succeeded")
+	}
+	f.double.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/service-accounts/{id}/keys", Status: http.StatusOK, Body: "[]", Times: 1})
+	if err := f.reconcile(t, cr); err == nil {
+		t.Error("a mint went ahead on one list of the account's keys that showed none")
+	}
+	f.now = f.now.Add(generic.DefaultAbsenceConfirmation + time.Second)
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := f.double.Snapshot().ServiceAccounts[0].ID
+	valid := 0
+	for _, k := range f.double.Keys() {
+		if k.AccountID == id && k.Valid {
+			valid++
+		}
+	}
+	if held := f.secret(t, "instance-credentials").Data[SecretKeyToken]; valid != 1 || !f.double.Verify(string(held)).Valid {
+		t.Errorf("%d valid keys on the account, want 1: the Secret's (a key the lost mint made is left valid, held by nobody)", valid)
 	}
 }
