@@ -22,9 +22,20 @@ import (
 func checkpointName(cr *v1alpha1.ServiceAccount) string { return cr.GetName() + checkpointSuffix }
 
 // checkpoint is the bootstrap checkpoint Secret as r reads it; nil when
-// there is none.
+// there is none. Only a Secret this MR owns is its checkpoint: one of that
+// name another object owns (another ServiceAccount's connection Secret, say)
+// is neither used nor deleted.
 func (e *external) checkpoint(ctx context.Context, r client.Reader, cr *v1alpha1.ServiceAccount) (*corev1.Secret, error) {
-	return secret(ctx, r, cr.GetNamespace(), checkpointName(cr))
+	s, err := secret(ctx, r, cr.GetNamespace(), checkpointName(cr))
+	if err != nil || s == nil {
+		return nil, err
+	}
+	for _, o := range s.GetOwnerReferences() {
+		if o.UID == cr.GetUID() {
+			return s, nil
+		}
+	}
+	return nil, nil //nolint:nilnil // Another object's Secret is no checkpoint of this MR's.
 }
 
 // admin returns a client that may manage service accounts: the provider

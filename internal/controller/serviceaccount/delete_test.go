@@ -57,7 +57,8 @@ func TestDeleteRetriesCheckpointCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An interrupted bootstrap's checkpoint, still there.
-	if err := f.kube.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: checkpointName(cr)}, Data: map[string][]byte{SecretKeyToken: []byte("tdk_left_behind")}}); err != nil {
+	owner := []metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "ServiceAccount", Name: cr.GetName(), UID: cr.GetUID()}}
+	if err := f.kube.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: checkpointName(cr), OwnerReferences: owner}, Data: map[string][]byte{SecretKeyToken: []byte("tdk_left_behind")}}); err != nil {
 		t.Fatal(err)
 	}
 	now := metav1.Now()

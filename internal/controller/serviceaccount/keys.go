@@ -134,7 +134,7 @@ func (e *external) mint(ctx context.Context, c api, cr *v1alpha1.ServiceAccount,
 			return keyState{}, err
 		}
 	}
-	if err := e.markMinting(ctx, cr); err != nil {
+	if err := e.markMinting(ctx, cr, sa.ID); err != nil {
 		return keyState{}, err
 	}
 	// NOTE: this mint may make a key: a silence waited out before it says
@@ -169,8 +169,8 @@ func (e *external) mint(ctx context.Context, c api, cr *v1alpha1.ServiceAccount,
 }
 
 // markMinting marks the connection Secret (made if need be) with a mint
-// under way; the Secret mint writes then has no mark.
-func (e *external) markMinting(ctx context.Context, cr *v1alpha1.ServiceAccount) error {
+// under way on account; the Secret mint writes then has no mark.
+func (e *external) markMinting(ctx context.Context, cr *v1alpha1.ServiceAccount, account int64) error {
 	cur, err := secret(ctx, e.reader, cr.GetNamespace(), secretName(cr))
 	if err != nil {
 		return err
@@ -178,13 +178,14 @@ func (e *external) markMinting(ctx context.Context, cr *v1alpha1.ServiceAccount)
 	now := e.now().UTC().Format(time.RFC3339)
 	if cur == nil {
 		s := resource.LocalConnectionSecretFor(cr, v1alpha1.ServiceAccountGroupVersionKind)
-		s.Annotations = map[string]string{AnnotationMinting: now}
+		s.Annotations = map[string]string{AnnotationMinting: now, AnnotationMintingAccount: generic.FormatID(account)}
 		return e.writeSecret(ctx, cr, s)
 	}
 	if cur.Annotations == nil {
 		cur.Annotations = map[string]string{}
 	}
 	cur.Annotations[AnnotationMinting] = now
+	cur.Annotations[AnnotationMintingAccount] = generic.FormatID(account)
 	return e.writeSecret(ctx, cr, cur)
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -15,15 +16,20 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
-// deleteUntilGone reconciles cr being deleted until Observe finds nothing of
-// its own (at most n times).
-func (f *fixture) deleteUntilGone(t *testing.T, cr *v1alpha1.ServiceAccount, n int) {
+// deleteUntilGone reconciles stored being deleted until Observe finds
+// nothing of its own (at most n times). Each reconcile starts from a copy of
+// stored: the runtime keeps nothing Observe sets while an MR is deleted.
+func (f *fixture) deleteUntilGone(t *testing.T, stored *v1alpha1.ServiceAccount, n int) {
 	t.Helper()
+	if !meta.WasDeleted(stored) {
+		now := metav1.Now()
+		stored.SetDeletionTimestamp(&now)
+	}
 	for range n {
-		if err := f.delete(t, cr); err != nil {
+		if err := f.delete(t, stored.DeepCopy()); err != nil {
 			t.Fatal(err)
 		}
-		if o, err := f.e.Observe(t.Context(), cr); err == nil && !o.ResourceExists {
+		if o, err := f.e.Observe(t.Context(), stored.DeepCopy()); err == nil && !o.ResourceExists {
 			return
 		}
 	}
@@ -134,5 +140,57 @@ func TestAStrayKeyAListOmitsIsRevokedAllTheSame(t *testing.T) {
 	}
 	if held := f.secret(t, "instance-credentials").Data[SecretKeyToken]; valid != 1 || !f.double.Verify(string(held)).Valid {
 		t.Errorf("%d valid keys on the account, want 1: the Secret's (a key the lost mint made is left valid, held by nobody)", valid)
+	}
+}
+
+// The first Create made the account and its mint committed a key on the
+// server, but the answer was lost (504 after commit, or a kill right after
+// the POST): the Secret holds only the mark of the mint under way, which
+// names the account. Deleting the MR does not leave the account with a
+// valid instance key nobody holds.
+func TestDeletingAfterALostFirstMintDeletesTheAccountAndItsKey(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	f.double.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/service-accounts/{id}/keys", Commit: true, Status: http.StatusGatewayTimeout, Times: 1})
+	if err := f.reconcile(t, cr); err == nil {
+		t.Fatal("setup: the mint whose answer was lost succeeded")
+	}
+	if s := f.secret(t, "instance-credentials"); s == nil || s.Annotations[AnnotationMinting] == "" {
+		t.Fatalf("setup: want the Secret with the minting mark, got %v", s)
+	}
+	f.deleteUntilGone(t, cr, 5)
+	st := f.double.Snapshot()
+	valid := 0
+	for _, k := range f.double.Keys() {
+		if k.Valid && k.AccountID != 0 {
+			valid++
+		}
+	}
+	if len(st.ServiceAccounts) != 0 || valid != 0 {
+		t.Errorf("after deleting the MR: %d service accounts, %d valid account keys left (scope instance): the lost mint's key outlives its MR", len(st.ServiceAccounts), valid)
+	}
+}
+
+// An MR that never made anything (no external name) is deleted. A Secret
+// named like its bootstrap checkpoint that is not its own (another MR's
+// connection Secret, controlled by that MR) is left alone.
+func TestDeletingLeavesASecretNamedLikeItsCheckpointThatIsNotItsOwn(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	cr.Name, cr.UID = "am", "uid-am"
+	yes := true
+	other := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: "am-bootstrap-admin",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "ServiceAccount", Name: "other", UID: "uid-other", Controller: &yes}},
+		},
+		Data: map[string][]byte{SecretKeyToken: []byte("tdk_other_live_key"), SecretKeyEndpoint: []byte(f.url)},
+	}
+	if err := f.kube.Create(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	f.deleteUntilGone(t, cr, 5)
+	if f.secret(t, "am-bootstrap-admin") == nil {
+		t.Error("deleting an MR that made nothing deleted Secret am-bootstrap-admin, which another ServiceAccount controls (its live key)")
 	}
 }

@@ -35,14 +35,18 @@ const (
 	SecretKeyToken    = v1alpha1.ServiceAccountSecretKeyToken
 	SecretKeyEndpoint = v1alpha1.ServiceAccountSecretKeyEndpoint
 
-	AnnotationAccountID    = "terdut.ryuvia.com/account-id"
-	AnnotationKeyID        = "terdut.ryuvia.com/key-id"
-	AnnotationMintedAt     = "terdut.ryuvia.com/key-minted-at"
-	AnnotationRequest      = "terdut.ryuvia.com/rotation-request"
-	AnnotationRevokeKeyID  = "terdut.ryuvia.com/revoke-key-id"
-	AnnotationMinting      = "terdut.ryuvia.com/minting-since"
-	checkpointSuffix       = "-bootstrap-admin"
-	checkpointWriteRetries = 3
+	AnnotationAccountID   = "terdut.ryuvia.com/account-id"
+	AnnotationKeyID       = "terdut.ryuvia.com/key-id"
+	AnnotationMintedAt    = "terdut.ryuvia.com/key-minted-at"
+	AnnotationRequest     = "terdut.ryuvia.com/rotation-request"
+	AnnotationRevokeKeyID = "terdut.ryuvia.com/revoke-key-id"
+	AnnotationMinting     = "terdut.ryuvia.com/minting-since"
+	// AnnotationMintingAccount is the account a mint under way makes its
+	// key on: a Create interrupted before the Secret names the account by
+	// its key still says which account is this MR's.
+	AnnotationMintingAccount = "terdut.ryuvia.com/minting-account-id"
+	checkpointSuffix         = "-bootstrap-admin"
+	checkpointWriteRetries   = 3
 )
 
 const (
@@ -282,7 +286,11 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.ServiceAccount)
 	var id int64
 	if s != nil {
 		if c := metav1.GetControllerOf(s); c != nil && c.UID == cr.GetUID() {
-			id, _ = strconv.ParseInt(s.Annotations[AnnotationAccountID], 10, 64)
+			// NOTE: the account a mint under way was making a key on
+			// first: it is the newest of the two.
+			if id, _ = strconv.ParseInt(s.Annotations[AnnotationMintingAccount], 10, 64); id == 0 {
+				id, _ = strconv.ParseInt(s.Annotations[AnnotationAccountID], 10, 64)
+			}
 		}
 	}
 	if id == 0 {
@@ -444,7 +452,34 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 		return managed.ExternalDelete{}, errors.Wrap(err, errDelete)
 	}
 	e.absence.Deleted(cr, id)
+	if err := e.forgetAccount(ctx, cr, id); err != nil {
+		return managed.ExternalDelete{}, err
+	}
 	return managed.ExternalDelete{}, e.deleteCheckpoint(ctx, cr)
+}
+
+// forgetAccount removes the deleted account id from the MR's connection
+// Secret, so that an MR that never recorded it (its Create interrupted) does
+// not look for it again with a credential that may be gone with it.
+func (e *external) forgetAccount(ctx context.Context, cr *v1alpha1.ServiceAccount, id int64) error {
+	s, err := secret(ctx, e.reader, cr.GetNamespace(), secretName(cr))
+	if err != nil || s == nil {
+		return err
+	}
+	if c := metav1.GetControllerOf(s); c == nil || c.UID != cr.GetUID() {
+		return nil
+	}
+	held := false
+	for _, k := range []string{AnnotationAccountID, AnnotationMintingAccount} {
+		if s.Annotations[k] == generic.FormatID(id) {
+			delete(s.Annotations, k)
+			held = true
+		}
+	}
+	if !held {
+		return nil
+	}
+	return errors.Wrapf(e.kube.Update(ctx, s), errSecret, s.Name)
 }
 
 // ownKeyDied reports whether err is the 401 an account's own key gets once
