@@ -194,3 +194,39 @@ func TestDeletingLeavesASecretNamedLikeItsCheckpointThatIsNotItsOwn(t *testing.T
 		t.Error("deleting an MR that made nothing deleted Secret am-bootstrap-admin, which another ServiceAccount controls (its live key)")
 	}
 }
+
+// A rotation mints a new key but cannot revoke the old one yet (the server
+// answers 500); before that revocation is retried, another rotation is
+// requested. The first old key is revoked all the same: it is not forgotten
+// when the second rotation notes the key it replaces.
+func TestASecondRotationRevokesTheKeyTheFirstCouldNot(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{}
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cr.Spec.ForProvider.KeyRotation.RotationRequest = "first"
+	f.double.AddFault(terdutdouble.Fault{Method: http.MethodDelete, Route: "/api/service-accounts/{id}/keys/{kid}", Status: http.StatusInternalServerError, Times: 1})
+	if err := f.reconcile(t, cr); err == nil {
+		t.Fatal("setup: the first rotation's revocation did not fail")
+	}
+	cr.Spec.ForProvider.KeyRotation.RotationRequest = "second"
+	for range 3 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := f.double.Snapshot().ServiceAccounts[0].ID
+	valid := 0
+	for _, k := range f.double.Keys() {
+		if k.AccountID == id && k.Valid {
+			valid++
+		}
+	}
+	if held := f.secret(t, "instance-credentials").Data[SecretKeyToken]; valid != 1 || !f.double.Verify(string(held)).Valid {
+		t.Errorf("%d valid keys on the account after two rotations, want 1: the Secret's (a key the first rotation replaced is left valid)", valid)
+	}
+}

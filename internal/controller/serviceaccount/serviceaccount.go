@@ -406,6 +406,15 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 		return managed.ExternalUpdate{}, errors.New(errLookup)
 	}
 	if ks.token == "" || ks.accountID != sa.ID || e.rotationDue(cr, ks) {
+		if ks.revokeID != 0 {
+			// NOTE: the key an earlier rotation replaced goes before
+			// another is minted: the mint notes only the key it replaces
+			// as still to revoke, and the earlier one would stay valid.
+			if err := e.revokeOld(ctx, cr, sa, ks); err != nil {
+				return managed.ExternalUpdate{}, err
+			}
+			ks.revokeID = 0
+		}
 		minted, err := e.mint(ctx, c, cr, sa, ks)
 		if err != nil {
 			return managed.ExternalUpdate{}, err
