@@ -132,12 +132,7 @@ func TestAStrayKeyAListOmitsIsRevokedAllTheSame(t *testing.T) {
 		}
 	}
 	id := f.double.Snapshot().ServiceAccounts[0].ID
-	valid := 0
-	for _, k := range f.double.Keys() {
-		if k.AccountID == id && k.Valid {
-			valid++
-		}
-	}
+	valid := keysOn(f.double, id)
 	if held := f.secret(t, "instance-credentials").Data[SecretKeyToken]; valid != 1 || !f.double.Verify(string(held)).Valid {
 		t.Errorf("%d valid keys on the account, want 1: the Secret's (a key the lost mint made is left valid, held by nobody)", valid)
 	}
@@ -220,12 +215,7 @@ func TestASecondRotationRevokesTheKeyTheFirstCouldNot(t *testing.T) {
 		}
 	}
 	id := f.double.Snapshot().ServiceAccounts[0].ID
-	valid := 0
-	for _, k := range f.double.Keys() {
-		if k.AccountID == id && k.Valid {
-			valid++
-		}
-	}
+	valid := keysOn(f.double, id)
 	if held := f.secret(t, "instance-credentials").Data[SecretKeyToken]; valid != 1 || !f.double.Verify(string(held)).Valid {
 		t.Errorf("%d valid keys on the account after two rotations, want 1: the Secret's (a key the first rotation replaced is left valid)", valid)
 	}
