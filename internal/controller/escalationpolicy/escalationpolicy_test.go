@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -85,6 +86,47 @@ func serverPolicy(alice int64) terdut.EscalationPolicy {
 		{Timeout: "5m", Targets: []terdut.EscalationTarget{{Kind: "oncall"}}},
 		{Timeout: "15m", Targets: []terdut.EscalationTarget{{Kind: "oncall"}, {Kind: "user", UserID: &alice}}},
 	}}
+}
+
+// secondPolicy is a team whose policy an EscalationPolicy "first" holds, and
+// a second EscalationPolicy for the same team, observed, not yet created.
+type secondPolicy struct {
+	f      *controllertest.Fixture
+	teamID int64
+	kube   client.Client
+	owners generic.Owners
+	first  *v1alpha1.EscalationPolicy
+	second *v1alpha1.EscalationPolicy
+	e      *external
+}
+
+func aSecondPolicy(t *testing.T) secondPolicy {
+	t.Helper()
+	f, teamID, alice := fixture(t)
+	if err := f.Client.PutEscalationPolicy(t.Context(), teamID, serverPolicy(alice)); err != nil {
+		t.Fatal(err)
+	}
+	pc := &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
+	first := policy(teamID, withID(teamID))
+	first.Name, first.UID = "first", "uid-first"
+	first.Status.AtProvider.TeamID = teamID
+	first.SetProviderConfigReference(pc)
+	scheme := runtime.NewScheme()
+	_ = v1alpha1.AddToScheme(scheme)
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(first).Build()
+	owners := generic.Owners{
+		Kube: kube, Kind: "EscalationPolicy", Naive: true,
+		NewList:  func() resource.ManagedList { return &v1alpha1.EscalationPolicyList{} },
+		Observed: func(mg resource.Managed) int64 { return mg.(*v1alpha1.EscalationPolicy).Status.AtProvider.TeamID },
+	}
+	second := policy(teamID)
+	second.Name, second.UID = "second", "uid-second"
+	second.SetProviderConfigReference(pc)
+	e := &external{api: f.Client, adoptable: owners.Adoptable(second)}
+	if _, err := e.Observe(t.Context(), second); err != nil {
+		t.Fatal(err)
+	}
+	return secondPolicy{f: f, teamID: teamID, kube: kube, owners: owners, first: first, second: second, e: e}
 }
 
 func TestObserve(t *testing.T) {
@@ -384,30 +426,8 @@ func TestDeletingEmptiesOnlyItsOwnTeamsPolicy(t *testing.T) {
 // EscalationPolicy for a team another one manages is refused
 // (ResourceNotOwned) and writes nothing: the first one's policy stays.
 func TestASecondPolicyForATeamIsRefused(t *testing.T) {
-	f, teamID, alice := fixture(t)
-	if err := f.Client.PutEscalationPolicy(t.Context(), teamID, serverPolicy(alice)); err != nil {
-		t.Fatal(err)
-	}
-	pc := &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
-	first := policy(teamID, withID(teamID))
-	first.Name, first.UID = "first", "uid-first"
-	first.Status.AtProvider.TeamID = teamID
-	first.SetProviderConfigReference(pc)
-	scheme := runtime.NewScheme()
-	_ = v1alpha1.AddToScheme(scheme)
-	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(first).Build()
-	owners := generic.Owners{
-		Kube: kube, Kind: "EscalationPolicy", Naive: true,
-		NewList:  func() resource.ManagedList { return &v1alpha1.EscalationPolicyList{} },
-		Observed: func(mg resource.Managed) int64 { return mg.(*v1alpha1.EscalationPolicy).Status.AtProvider.TeamID },
-	}
-	second := policy(teamID)
-	second.Name, second.UID = "second", "uid-second"
-	second.SetProviderConfigReference(pc)
-	e := &external{api: f.Client, adoptable: owners.Adoptable(second)}
-	if _, err := e.Observe(t.Context(), second); err != nil {
-		t.Fatal(err)
-	}
+	r := aSecondPolicy(t)
+	f, teamID, second, e := r.f, r.teamID, r.second, r.e
 	f.Server.ResetCounters()
 	_, err := e.Create(t.Context(), second)
 	if !generic.IsNotOwned(err) || second.GetCondition(xpv2.TypeReady).Reason != generic.ReasonResourceNotOwned {

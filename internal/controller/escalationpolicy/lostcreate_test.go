@@ -11,8 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
@@ -92,30 +90,8 @@ func TestDeletingAfterAnUnwrittenPutLeavesAnotherPolicy(t *testing.T) {
 // an Observe-only import), and the refused EP (same spec) is deleted: it
 // must not empty a policy it never wrote.
 func TestARefusedCreateEmptiesNoPolicyItNeverWrote(t *testing.T) {
-	f, teamID, alice := fixture(t)
-	if err := f.Client.PutEscalationPolicy(t.Context(), teamID, serverPolicy(alice)); err != nil {
-		t.Fatal(err)
-	}
-	pc := &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
-	first := policy(teamID, withID(teamID))
-	first.Name, first.UID = "first", "uid-first"
-	first.Status.AtProvider.TeamID = teamID
-	first.SetProviderConfigReference(pc)
-	scheme := runtime.NewScheme()
-	_ = v1alpha1.AddToScheme(scheme)
-	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(first).Build()
-	owners := generic.Owners{
-		Kube: kube, Kind: "EscalationPolicy", Naive: true,
-		NewList:  func() resource.ManagedList { return &v1alpha1.EscalationPolicyList{} },
-		Observed: func(mg resource.Managed) int64 { return mg.(*v1alpha1.EscalationPolicy).Status.AtProvider.TeamID },
-	}
-	second := policy(teamID)
-	second.Name, second.UID = "second", "uid-second"
-	second.SetProviderConfigReference(pc)
-	e := &external{api: f.Client, adoptable: owners.Adoptable(second)}
-	if _, err := e.Observe(t.Context(), second); err != nil {
-		t.Fatal(err)
-	}
+	r := aSecondPolicy(t)
+	f, teamID, kube, owners, first, second, e := r.f, r.teamID, r.kube, r.owners, r.first, r.second, r.e
 	meta.SetExternalCreatePending(second, time.Now()) // the runtime, before Create
 	if _, err := e.Create(t.Context(), second); !generic.IsNotOwned(err) {
 		t.Fatalf("setup: Create: %v; want ResourceNotOwned", err)
