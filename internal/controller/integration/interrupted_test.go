@@ -151,10 +151,7 @@ func TestADeletedIntegrationAListOmitsIsDeletedAllTheSame(t *testing.T) {
 	cr.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 	start := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	now := start
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: kube(t, s.secret), record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
+	e := onClock(f, kube(t, s.secret), &now, time.Time{})
 	f.Server.SetQuirks(terdutdouble.Quirks{ShortLists: true})
 	for range 20 {
 		now = now.Add(2 * time.Second)
@@ -251,10 +248,7 @@ func TestDeletingAnMRWhoseCreateWasLostDeletesWhatItMade(t *testing.T) {
 	cr := integ(teamID)
 	k := kube(t, cr.DeepCopy())
 	now := controllertest.Now()
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
+	e := onClock(f, k, &now, time.Time{})
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
 	if _, err := e.Create(t.Context(), cr); err == nil {
 		t.Fatal("Create with a lost POST answer: want an error")

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
@@ -27,13 +29,7 @@ func TestDeletingAnMRThatMadeNothingLeavesTheIntegrationOfTheSecretItNames(t *te
 	x.SetName("staging-alertmanager")
 	x.SetUID("uid-2")
 	now := controllertest.Now()
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{
-		api: f.Client, kube: kube(t, y.secret), record: rec, absence: absence, now: func() time.Time { return now },
-		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
-	}
+	e := onClock(f, kube(t, y.secret), &now, now.Add(-time.Hour))
 	controllertest.Deleting(t, e, 6, func() *v1alpha1.Integration { return x }, func() { now = now.Add(20 * time.Second) })
 	if n := len(f.Server.Snapshot().Integrations); n != 1 {
 		t.Errorf("deleting an Integration that never made anything deleted integration %d, held by another MR (%d integrations left)", y.id, n)
@@ -56,15 +52,33 @@ func TestForgedCreateMarksDeleteNoIntegrationOfAnotherName(t *testing.T) {
 	s := resource.LocalConnectionSecretFor(x, v1alpha1.IntegrationGroupVersionKind)
 	s.Annotations = map[string]string{AnnotationCreating: "1970-01-01T00:00:00Z", AnnotationCreatingName: "billing-am"}
 	now := controllertest.Now()
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{
-		api: f.Client, kube: kube(t, s), record: rec, absence: absence, now: func() time.Time { return now },
-		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
-	}
+	e := onClock(f, kube(t, s), &now, now.Add(-time.Hour))
 	controllertest.Deleting(t, e, 6, func() *v1alpha1.Integration { return x }, func() { now = now.Add(20 * time.Second) })
 	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != hand.ID {
 		t.Errorf("integrations left %d: want the hand-made billing-am (%d); deleting an MR named prod-am deleted an integration of another name", len(left), hand.ID)
+	}
+}
+
+// onClock is an Integration's external whose clock and absence read *now,
+// which the test moves; since is when the provider started (zero: whenever).
+func onClock(f *controllertest.Fixture, k client.Client, now *time.Time, since time.Time) *external {
+	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence.Clock = func() time.Time { return *now }
+	rec := &controllertest.Recorder{}
+	return &external{
+		api: f.Client, kube: k, record: rec, absence: absence, now: func() time.Time { return *now },
+		adopter: generic.Adopter{Record: rec, Since: since},
+	}
+}
+
+// fromStore reads mr as the API server holds it now.
+func fromStore(t *testing.T, k client.Client, mr *v1alpha1.Integration) func() *v1alpha1.Integration {
+	t.Helper()
+	return func() *v1alpha1.Integration {
+		x := &v1alpha1.Integration{}
+		if err := k.Get(t.Context(), client.ObjectKeyFromObject(mr), x); err != nil {
+			t.Fatal(err)
+		}
+		return x
 	}
 }

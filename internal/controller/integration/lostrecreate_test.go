@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -36,10 +35,7 @@ func TestDeletingAfterALostRecreateDeletesTheIntegrationItMade(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := controllertest.Now()
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
+	e := onClock(f, k, &now, time.Time{})
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
 	for range 10 {
 		o, err := e.Observe(t.Context(), cr)
@@ -87,20 +83,8 @@ func TestDeletingAfterALostCreateDeletesOneIntegrationNotTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := kube(t, sec, stored)
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{
-		api: f.Client, kube: k, record: rec, absence: absence, now: func() time.Time { return now },
-		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
-	}
-	controllertest.Deleting(t, e, 10, func() *v1alpha1.Integration {
-		x := &v1alpha1.Integration{}
-		if err := k.Get(t.Context(), client.ObjectKeyFromObject(stored), x); err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}, func() { now = now.Add(20 * time.Second) })
+	e := onClock(f, k, &now, now.Add(-time.Hour))
+	controllertest.Deleting(t, e, 10, fromStore(t, k, stored), func() { now = now.Add(20 * time.Second) })
 	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != hand.ID {
 		t.Errorf("%d integrations left: want only the hand-made %d (the lost create made %d)", len(left), hand.ID, mine.ID)
 	}
@@ -135,20 +119,8 @@ func TestDeletingAnImportedIntegrationDeletesOnlyThatOne(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "Integration", Name: stored.GetName(), UID: stored.GetUID(), Controller: ptrTrue()}},
 	}}
 	k := kube(t, sec, stored)
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{
-		api: f.Client, kube: k, record: rec, absence: absence, now: func() time.Time { return now },
-		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
-	}
-	controllertest.Deleting(t, e, 10, func() *v1alpha1.Integration {
-		x := &v1alpha1.Integration{}
-		if err := k.Get(t.Context(), client.ObjectKeyFromObject(stored), x); err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}, func() { now = now.Add(20 * time.Second) })
+	e := onClock(f, k, &now, now.Add(-time.Hour))
+	controllertest.Deleting(t, e, 10, fromStore(t, k, stored), func() { now = now.Add(20 * time.Second) })
 	if left := f.Server.Snapshot().Integrations; len(left) != 1 || left[0].ID != other.ID {
 		t.Errorf("%d integrations left: want only %d (made by hand, never this MR's); the MR imported and deleted %d", len(left), other.ID, imported.ID)
 	}
@@ -174,13 +146,7 @@ func TestARefusedCreateLeavesNoMarkToLookFor(t *testing.T) {
 	rec := &controllertest.Recorder{}
 	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec, Since: now.Add(-2 * time.Hour)}, absence: generic.NewAbsence(0), now: func() time.Time { return now }}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusUnprocessableEntity, Times: 1})
-	get := func() *v1alpha1.Integration {
-		cr := &v1alpha1.Integration{}
-		if err := k.Get(t.Context(), client.ObjectKeyFromObject(stored), cr); err != nil {
-			t.Fatal(err)
-		}
-		return cr
-	}
+	get := fromStore(t, k, stored)
 	cr := get()
 	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
 		t.Fatalf("setup: Observe = %+v, %v; want the integration deleted by hand gone", o, err)
@@ -213,10 +179,7 @@ func TestALostCreateOutlivesItsSecretUnderForegroundDeletion(t *testing.T) {
 	cr := integ(teamID)
 	k := kube(t, cr.DeepCopy())
 	now := time.Now()
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
+	e := onClock(f, k, &now, time.Time{})
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
 	if _, err := e.Create(t.Context(), cr); err == nil {
 		t.Fatal("setup: want the lost answer")
@@ -249,20 +212,8 @@ func TestACreateFailedBeforeItsPOSTLeavesNoMarkOnTheMR(t *testing.T) {
 	x.SetUID("uid-2")
 	k := kube(t, y.secret, x.DeepCopy())
 	now := time.Now()
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{
-		api: f.Client, kube: k, record: rec, absence: absence, now: func() time.Time { return now },
-		adopter: generic.Adopter{Record: rec, Since: now.Add(-time.Hour)},
-	}
-	get := func() *v1alpha1.Integration {
-		cr := &v1alpha1.Integration{}
-		if err := k.Get(t.Context(), client.ObjectKeyFromObject(x), cr); err != nil {
-			t.Fatal(err)
-		}
-		return cr
-	}
+	e := onClock(f, k, &now, now.Add(-time.Hour))
+	get := fromStore(t, k, x)
 	cr := get()
 	if _, err := e.Observe(t.Context(), cr); err != nil {
 		t.Fatal(err)
