@@ -26,39 +26,27 @@ import (
 // MR deletes its own switch and leaves that one, even though the external
 // name Observe finds is not kept while the MR is deleted.
 func TestDeletingAfterALostCreateDeletesOnlyWhatThatCreateMade(t *testing.T) {
-	clock := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	srv := terdutdouble.New(terdutdouble.Options{AdminKey: controllertest.AdminKey, Now: func() time.Time { return clock }})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	cl, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: controllertest.AdminKey, MaxRetries: -1})
+	r := newLostCreateRig(t, time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC))
+	since := r.clock.Add(-time.Hour) // the MR was made an hour ago
+	*r.clock = r.clock.Add(-30 * time.Minute)
+	hand, err := r.cl.CreateDeadmanSwitch(t.Context(), r.team, onServer()) // by hand, half an hour after the MR
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm, err := cl.CreateTeam(t.Context(), "Platform")
-	if err != nil {
-		t.Fatal(err)
-	}
-	since := clock.Add(-time.Hour) // the MR was made an hour ago
-	clock = clock.Add(-30 * time.Minute)
-	hand, err := cl.CreateDeadmanSwitch(t.Context(), tm.ID, onServer()) // by hand, half an hour after the MR
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock = clock.Add(30 * time.Minute) // the MR's create attempt: marked, POSTed, answer lost
-	stored := sw(tm.ID)
+	*r.clock = r.clock.Add(30 * time.Minute) // the MR's create attempt: marked, POSTed, answer lost
+	stored := sw(r.team)
 	stored.SetUID("uid-sw")
-	meta.AddAnnotations(stored, map[string]string{AnnotationCreateAttempted: clock.Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
-	if _, err := cl.CreateDeadmanSwitch(t.Context(), tm.ID, onServer()); err != nil {
+	meta.AddAnnotations(stored, map[string]string{AnnotationCreateAttempted: r.clock.Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+	if _, err := r.cl.CreateDeadmanSwitch(t.Context(), r.team, onServer()); err != nil {
 		t.Fatal(err)
 	}
-	stored.SetDeletionTimestamp(&metav1.Time{Time: clock})
-	now := clock
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	absence.Clock = func() time.Time { return now }
-	rec := &controllertest.Recorder{}
-	e := &external{api: cl, adopter: generic.Adopter{Record: rec, Since: since}, record: rec, absence: absence}
-	controllertest.Deleting(t, e, 10, func() *v1alpha1.DeadmanSwitch { return stored.DeepCopy() }, func() { now = now.Add(20 * time.Second) })
-	left := srv.Snapshot().Switches
+	// NOTE: each reconcile starts from stored: the external name Observe
+	// finds is not kept while the MR is deleted (and the rig has no API
+	// server for ObserveLost to record it on).
+	stored.SetDeletionTimestamp(&metav1.Time{Time: *r.clock})
+	e, tick := r.external(since)
+	controllertest.Deleting(t, e, 10, func() *v1alpha1.DeadmanSwitch { return stored.DeepCopy() }, tick)
+	left := r.srv.Snapshot().Switches
 	if len(left) != 1 || left[0].ID != hand.ID {
 		t.Errorf("switches left %+v: want exactly the hand-made switch %d (made before the create attempt); the MR deleted more than its lost create made", left, hand.ID)
 	}
@@ -156,17 +144,24 @@ func newLostCreateRig(t *testing.T, at time.Time) *lostCreateRig {
 	return &lostCreateRig{srv: srv, cl: cl, team: tm.ID, clock: &clock}
 }
 
-// deleteAll runs Observe and Delete for an MR being deleted (its external
-// name not kept between reconciles) until it lets go.
+// deleteAll runs Observe and Delete for an MR being deleted until it lets
+// go. The MR keeps what Observe sets, as the record ObserveLost patches onto
+// the stored MR would (the rig has no API server to patch).
 func (r *lostCreateRig) deleteAll(t *testing.T, stored *v1alpha1.DeadmanSwitch, since time.Time) bool {
 	t.Helper()
 	stored.SetDeletionTimestamp(&metav1.Time{Time: *r.clock})
+	e, tick := r.external(since)
+	return deleting(t, e, stored, 10, tick)
+}
+
+// external is the switch's external on the rig's double; tick moves its
+// absence clock 20 s on.
+func (r *lostCreateRig) external(since time.Time) (*external, func()) {
 	now := *r.clock
 	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: r.cl, adopter: generic.Adopter{Record: rec, Since: since}, record: rec, absence: absence}
-	return deleting(t, e, stored, 10, func() { now = now.Add(20 * time.Second) })
+	return &external{api: r.cl, adopter: generic.Adopter{Record: rec, Since: since}, record: rec, absence: absence}, func() { now = now.Add(20 * time.Second) }
 }
 
 // Deleting an MR deletes at most a switch of its own name. The name and time
