@@ -422,12 +422,7 @@ func TestAKeyWhoseAnswerWasLostIsRevoked(t *testing.T) {
 	}
 	id := f.double.Snapshot().ServiceAccounts[0].ID
 	held := f.secret(t, "instance-credentials").Data[SecretKeyToken]
-	valid := 0
-	for _, k := range f.double.Keys() {
-		if k.AccountID == id && k.Valid {
-			valid++
-		}
-	}
+	valid := keysOn(f.double, id)
 	if valid != 1 || !f.double.Verify(string(held)).Valid {
 		t.Errorf("%d valid keys on the account (the Secret's valid: %t), want 1: the Secret's", valid, f.double.Verify(string(held)).Valid)
 	}
