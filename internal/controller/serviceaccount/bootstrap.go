@@ -13,6 +13,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
@@ -24,8 +25,12 @@ func checkpointName(cr *v1alpha1.ServiceAccount) string { return cr.GetName() + 
 // checkpoint is the bootstrap checkpoint Secret as r reads it; nil when
 // there is none. Only a Secret this MR owns is its checkpoint: one of that
 // name another object owns (another ServiceAccount's connection Secret, say)
-// is neither used nor deleted.
+// is neither used nor deleted. Nor is the MR's own connection Secret, were
+// it named like its checkpoint: it holds the account's live key.
 func (e *external) checkpoint(ctx context.Context, r client.Reader, cr *v1alpha1.ServiceAccount) (*corev1.Secret, error) {
+	if checkpointName(cr) == secretName(cr) {
+		return nil, nil //nolint:nilnil // The connection Secret is no checkpoint.
+	}
 	s, err := secret(ctx, r, cr.GetNamespace(), checkpointName(cr))
 	if err != nil || s == nil {
 		return nil, err
@@ -70,6 +75,19 @@ func (e *external) mustAdmin(ctx context.Context, cr *v1alpha1.ServiceAccount, k
 // bootstrap calls the single-shot /api/bootstrap once /healthz answers, and
 // checkpoints the admin key before anything else is done with it.
 func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (api, error) {
+	// NOTE: the admin key a bootstrap answers is shown once; with the
+	// checkpoint's name taken (another object's Secret, or the MR's own
+	// connection Secret) it could be kept nowhere and would stay valid,
+	// held by nobody. The single-shot bootstrap is not spent then.
+	taken, err := e.checkpointNameTaken(ctx, cr)
+	if err != nil {
+		return nil, err
+	}
+	if taken {
+		msg := fmt.Sprintf(errCheckpointTaken, checkpointName(cr))
+		e.record.Event(cr, event.Warning(event.Reason(ReasonCheckpointNameTaken), errors.New(msg)))
+		return nil, generic.Refuse(cr, ReasonCheckpointNameTaken, msg)
+	}
 	if err := e.pc.Healthz(ctx); err != nil {
 		return nil, errors.Wrap(err, errHealthz)
 	}
@@ -98,7 +116,16 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 	}}
 	for i := 0; ; i++ {
 		err = e.kube.Create(ctx, cp.DeepCopy())
-		if err == nil || kerrors.IsAlreadyExists(err) {
+		if err == nil {
+			break
+		}
+		if kerrors.IsAlreadyExists(err) {
+			// NOTE: an earlier try of this loop may have written it (its
+			// answer lost); a Secret another wrote since the check above
+			// does not hold this key, which then goes at once.
+			if err := e.checkpointHolds(ctx, cr, rsp); err != nil {
+				return nil, err
+			}
 			break
 		}
 		if i+1 == checkpointWriteRetries {
@@ -146,4 +173,50 @@ func (e *external) deleteCheckpoint(ctx context.Context, cr *v1alpha1.ServiceAcc
 		return errors.Wrapf(err, errDeleteCheckpt, cp.Name)
 	}
 	return nil
+}
+
+// ReasonCheckpointNameTaken is the Ready=False reason of a ServiceAccount
+// that would bootstrap while a Secret it does not own has its checkpoint's
+// name (<name>-bootstrap-admin): the admin key could be kept nowhere.
+const ReasonCheckpointNameTaken xpv2.ConditionReason = "CheckpointNameTaken"
+
+const (
+	errCheckpointTaken = "a Secret %q that this ServiceAccount does not own has the name of its bootstrap checkpoint, which keeps the admin key the bootstrap answers once: nothing was bootstrapped. Rename or delete that Secret, or point writeConnectionSecretToRef elsewhere"
+	errCheckpointLost  = "the bootstrap checkpoint %q was written by another meanwhile and does not hold the admin key; the key was revoked and the server stays bootstrapped (set a provider config key to go on)"
+)
+
+// checkpointNameTaken reports whether a Secret this MR may not use as its
+// checkpoint has the checkpoint's name (the API server is asked, not the
+// cache: a bootstrap can be done once).
+func (e *external) checkpointNameTaken(ctx context.Context, cr *v1alpha1.ServiceAccount) (bool, error) {
+	if checkpointName(cr) == secretName(cr) {
+		return true, nil
+	}
+	s, err := secret(ctx, e.reader, cr.GetNamespace(), checkpointName(cr))
+	if err != nil || s == nil {
+		return false, err
+	}
+	own, err := e.checkpoint(ctx, e.reader, cr)
+	return own == nil, err
+}
+
+// checkpointHolds checks that the checkpoint of this MR's holds the admin
+// key of rsp; when it does not, that key is revoked with itself (nobody
+// would hold it) and an error says so.
+func (e *external) checkpointHolds(ctx context.Context, cr *v1alpha1.ServiceAccount, rsp *terdut.BootstrapResponse) error {
+	cur, err := e.checkpoint(ctx, e.reader, cr)
+	if err != nil {
+		return err
+	}
+	if cur != nil && string(cur.Data[checkpointKeyID]) == generic.FormatID(rsp.APIKey.ID) {
+		return nil
+	}
+	admin, err := e.withKey(purpose(cr, "checkpoint"), rsp.APIKey.Key)
+	if err != nil {
+		return err
+	}
+	if err := admin.RevokeUserKey(ctx, rsp.User.ID, rsp.APIKey.ID); err != nil && !terdut.IsNotFound(err) && !terdut.IsUnauthorized(err) {
+		return errors.Wrapf(err, errRevokeAdmin, rsp.APIKey.ID, checkpointName(cr))
+	}
+	return errors.Errorf(errCheckpointLost, checkpointName(cr))
 }

@@ -53,6 +53,8 @@ type fixture struct {
 	// last write, as an informer does until the watch event arrives.
 	lag   bool
 	stale map[string]*corev1.Secret
+	// beforeCreate runs before the kube create of a Secret of its name.
+	beforeCreate map[string]func()
 }
 
 func newFixture(t *testing.T, o terdutdouble.Options) *fixture {
@@ -88,6 +90,9 @@ func newFixture(t *testing.T, o terdutdouble.Options) *fixture {
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if err := failing("create", obj); err != nil {
 				return err
+			}
+			if h := f.beforeCreate[obj.GetName()]; h != nil {
+				h()
 			}
 			return c.Create(ctx, obj, opts...)
 		},
