@@ -219,3 +219,34 @@ func TestARenamedTeamMadeAgainAdoptsNoHandMadeTeamOfItsOldName(t *testing.T) {
 		t.Errorf("hand-made team %d: %+v %v; want it left alone, named Platform", hand.ID, tm, err)
 	}
 }
+
+// A Team's team is deleted outside Kubernetes and made again (the CR
+// wins); that re-create's POST commits and its answer is lost. The external
+// name still names the old, gone team. Deleting the MR deletes the team the
+// re-create made too, not only "confirms" the old one gone and lets go.
+func TestDeletingATeamAfterALostRecreateDeletesTheTeamItMade(t *testing.T) {
+	l := newLostCreate(t)
+	cr := l.get(t)
+	if _, err := l.e.Create(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := generic.ExternalID(cr)
+	meta.SetExternalCreateSucceeded(cr, time.Now().Add(-time.Minute)) // the runtime, after that Create
+	if err := l.kube.Update(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.f.Client.DeleteTeam(t.Context(), first); err != nil { // outside Kubernetes
+		t.Fatal(err)
+	}
+	if o, err := l.e.Observe(t.Context(), l.get(t)); err != nil || o.ResourceExists {
+		t.Fatalf("setup: Observe %+v, %v; want the team gone", o, err)
+	}
+	l.loseAnswer(t)
+	if got := l.teams(t); len(got) != 1 {
+		t.Fatalf("setup: teams %v; want the lost re-create's", got)
+	}
+	l.deleteMR(t)
+	if got := l.teams(t); len(got) != 0 {
+		t.Errorf("the Team let go with teams %v left on the server: its lost re-create's team has no MR", got)
+	}
+}

@@ -123,13 +123,23 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 		return managed.ExternalObservation{}, err
 	}
 	t, err := e.api.GetTeam(ctx, id)
-	if terdut.IsNotFound(err) && meta.WasDeleted(cr) && e.keys != nil {
-		// NOTE: Delete removes the team, then its scoped key. If that
-		// second step failed, the team is gone but its key is not: report
-		// it as still there, so Delete runs again and the finalizer stays
-		// until the key is gone too.
-		held, herr := e.keys.HoldsTeamKey(ctx, id)
-		return managed.ExternalObservation{ResourceExists: held, ResourceUpToDate: true}, errors.Wrap(herr, errCleanup)
+	if terdut.IsNotFound(err) && meta.WasDeleted(cr) {
+		if e.keys != nil {
+			// NOTE: Delete removes the team, then its scoped key. If that
+			// second step failed, the team is gone but its key is not:
+			// report it as still there, so Delete runs again and the
+			// finalizer stays until the key is gone too.
+			held, herr := e.keys.HoldsTeamKey(ctx, id)
+			if herr != nil || held {
+				return managed.ExternalObservation{ResourceExists: held, ResourceUpToDate: true}, errors.Wrap(herr, errCleanup)
+			}
+		}
+		if generic.LostRecreate(cr, generic.AttemptedAt(cr)) {
+			// NOTE: the recorded team is gone, and a create made since
+			// (the team deleted outside Kubernetes, made again) lost its
+			// answer: what that create made is looked for too.
+			return e.observeLost(ctx, cr)
+		}
 	}
 	if terdut.IsNotFound(err) {
 		return managed.ExternalObservation{}, nil
