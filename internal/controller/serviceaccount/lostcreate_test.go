@@ -220,3 +220,64 @@ func TestASecondRotationRevokesTheKeyTheFirstCouldNot(t *testing.T) {
 		t.Errorf("%d valid keys on the account after two rotations, want 1: the Secret's (a key the first rotation replaced is left valid)", valid)
 	}
 }
+
+// The MR's account is deleted outside Kubernetes and made again (the CR
+// wins); the key mint on the new account commits and its answer is lost.
+// The external name still names the old account; the MR's Secret names the
+// new one as the account a mint was under way on. Deleting the MR deletes
+// the new account and so its key, which nobody holds.
+func TestDeletingAfterALostRecreateMintDeletesTheAccountAndItsKey(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{AdminKey: adminKey})
+	cr := sa()
+	cr.Spec.ForProvider.Bootstrap = nil
+	pc := f.admin(t)
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := f.double.Snapshot().ServiceAccounts[0].ID
+	if err := pc.DeleteServiceAccount(t.Context(), first); err != nil { // outside Kubernetes
+		t.Fatal(err)
+	}
+	f.double.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/service-accounts/{id}/keys", Commit: true, Status: http.StatusGatewayTimeout, Times: 1})
+	if err := f.reconcile(t, cr); err == nil {
+		t.Fatal("setup: the re-create's mint answer was not lost")
+	}
+	st := f.double.Snapshot()
+	if len(st.ServiceAccounts) != 1 || st.ServiceAccounts[0].ID == first {
+		t.Fatalf("setup: accounts %+v; want only the re-created one", st.ServiceAccounts)
+	}
+	second := st.ServiceAccounts[0].ID
+	f.deleteUntilGone(t, cr, 5)
+	if n := len(f.double.Snapshot().ServiceAccounts); n != 0 || keysOn(f.double, second) != 0 {
+		t.Errorf("after deleting the MR: %d service account(s), %d valid key(s) on the re-created account %d left, held by nobody", n, keysOn(f.double, second), second)
+	}
+}
+
+// The MR's Secret names an account this MR recorded once and that is gone;
+// another account of the same name, made by hand since, is not the MR's:
+// deleting the MR leaves it (and its keys).
+func TestDeletingLeavesAHandMadeAccountOfItsNameWhenItsOwnIsGone(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{AdminKey: adminKey})
+	cr := sa()
+	cr.Spec.ForProvider.Bootstrap = nil
+	pc := f.admin(t)
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := f.double.Snapshot().ServiceAccounts[0].ID
+	if err := pc.DeleteServiceAccount(t.Context(), first); err != nil { // outside Kubernetes
+		t.Fatal(err)
+	}
+	hand, err := pc.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: cr.Spec.ForProvider.Name, Scope: cr.Spec.ForProvider.Scope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.deleteUntilGone(t, cr, 5)
+	if st := f.double.Snapshot(); len(st.ServiceAccounts) != 1 || st.ServiceAccounts[0].ID != hand.ID {
+		t.Errorf("accounts left %+v; want the hand-made %d", st.ServiceAccounts, hand.ID)
+	}
+}

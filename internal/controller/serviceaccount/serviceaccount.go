@@ -230,6 +230,19 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 		}
 	}
 	if sa == nil || sa.ID != id {
+		if meta.WasDeleted(cr) {
+			// NOTE: the recorded account is gone; a create since (the
+			// account deleted outside Kubernetes, made again) may have
+			// lost its answer while its Secret already named the new
+			// account: that one is this MR's to delete too.
+			other, err := e.secretAccount(ctx, cr)
+			if err != nil {
+				return managed.ExternalObservation{}, err
+			}
+			if other != 0 && other != id {
+				return e.observeAccount(ctx, cr, other)
+			}
+		}
 		return e.leftBehind(ctx, cr)
 	}
 	e.absence.Seen(cr, id)
@@ -279,23 +292,38 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 // is of the spec's name, scope and team (Observe checks); a checkpoint left
 // behind goes too.
 func (e *external) observeLost(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalObservation, error) {
-	s, err := secret(ctx, e.reader, cr.GetNamespace(), secretName(cr))
+	id, err := e.secretAccount(ctx, cr)
 	if err != nil {
 		return managed.ExternalObservation{}, err
-	}
-	var id int64
-	if s != nil {
-		if c := metav1.GetControllerOf(s); c != nil && c.UID == cr.GetUID() {
-			// NOTE: the account a mint under way was making a key on
-			// first: it is the newest of the two.
-			if id, _ = strconv.ParseInt(s.Annotations[AnnotationMintingAccount], 10, 64); id == 0 {
-				id, _ = strconv.ParseInt(s.Annotations[AnnotationAccountID], 10, 64)
-			}
-		}
 	}
 	if id == 0 {
 		return e.leftBehind(ctx, cr)
 	}
+	return e.observeAccount(ctx, cr, id)
+}
+
+// secretAccount is the account the MR's connection Secret names, if the MR
+// controls that Secret (one another object controls shows nothing of this
+// MR's): the account a mint under way was making a key on first, as the
+// newer of the two; else the account its key is of. 0 when none.
+func (e *external) secretAccount(ctx context.Context, cr *v1alpha1.ServiceAccount) (int64, error) {
+	s, err := secret(ctx, e.reader, cr.GetNamespace(), secretName(cr))
+	if err != nil || s == nil {
+		return 0, err
+	}
+	if c := metav1.GetControllerOf(s); c == nil || c.UID != cr.GetUID() {
+		return 0, nil
+	}
+	id, _ := strconv.ParseInt(s.Annotations[AnnotationMintingAccount], 10, 64)
+	if id == 0 {
+		id, _ = strconv.ParseInt(s.Annotations[AnnotationAccountID], 10, 64)
+	}
+	return id, nil
+}
+
+// observeAccount observes account id as the MR's own for a deletion, if no
+// other MR holds it (Observe then checks its name, scope and team).
+func (e *external) observeAccount(ctx context.Context, cr *v1alpha1.ServiceAccount, id int64) (managed.ExternalObservation, error) {
 	if err := e.adopter.Check.Allowed(ctx, id); err != nil {
 		if generic.IsNotOwned(err) {
 			return e.leftBehind(ctx, cr)
