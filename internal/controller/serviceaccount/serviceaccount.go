@@ -230,20 +230,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 		}
 	}
 	if sa == nil || sa.ID != id {
-		if meta.WasDeleted(cr) {
-			// NOTE: the recorded account is gone; a create since (the
-			// account deleted outside Kubernetes, made again) may have
-			// lost its answer while its Secret already named the new
-			// account: that one is this MR's to delete too.
-			other, err := e.secretAccount(ctx, cr)
-			if err != nil {
-				return managed.ExternalObservation{}, err
-			}
-			if other != 0 && other != id {
-				return e.observeAccount(ctx, cr, other)
-			}
-		}
-		return e.leftBehind(ctx, cr)
+		return e.gone(ctx, cr, id)
 	}
 	e.absence.Seen(cr, id)
 	if err := fits(cr, sa); err != nil {
@@ -534,6 +521,23 @@ func (e *external) adminKeyIs(cr *v1alpha1.ServiceAccount, k terdut.Secret) bool
 		return e.pcKeyIs != nil && e.pcKeyIs(k)
 	}
 	return cr.Spec.ForProvider.Scope == terdut.ScopeInstance
+}
+
+// gone observes the MR's recorded account id gone. While the MR is deleted,
+// a create since (the account deleted outside Kubernetes, made again) may
+// have lost its answer while its Secret already named the new account: that
+// one is this MR's to delete too.
+func (e *external) gone(ctx context.Context, cr *v1alpha1.ServiceAccount, id int64) (managed.ExternalObservation, error) {
+	if meta.WasDeleted(cr) {
+		other, err := e.secretAccount(ctx, cr)
+		if err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		if other != 0 && other != id {
+			return e.observeAccount(ctx, cr, other)
+		}
+	}
+	return e.leftBehind(ctx, cr)
 }
 
 // leftBehind observes an account that is gone. While the MR is deleted, a
