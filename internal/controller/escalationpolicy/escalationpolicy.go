@@ -105,6 +105,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 			return e.observeLost(ctx, cr)
 		}
 		if !ownTeam(cr, id) {
+			if generic.LostRecreate(cr, generic.AttemptedAt(cr)) {
+				// NOTE: its teamId followed its Team to a team made in
+				// the old one's place, and the PUT there lost its
+				// answer: that policy may be this MR's to empty.
+				return e.observeLost(ctx, cr)
+			}
 			return managed.ExternalObservation{}, nil
 		}
 		cur, err := e.get(ctx, id)

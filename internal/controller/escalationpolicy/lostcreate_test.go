@@ -109,3 +109,48 @@ func TestARefusedCreateEmptiesNoPolicyItNeverWrote(t *testing.T) {
 		t.Errorf("team %d's policy after deleting an EP whose only Create was refused (it never PUT): %+v, %v; want the orphaned policy kept", teamID, got, err)
 	}
 }
+
+// An EscalationPolicy's team is deleted outside Kubernetes and made again;
+// its teamId follows, and the PUT of its policy to the new team commits with
+// its answer lost. The external name still names the old team. Deleting the
+// MR empties the policy that PUT wrote (no other MR holds it, and it is
+// exactly this MR's), instead of leaving it paging with nobody managing it.
+func TestDeletingAfterALostRePutEmptiesThePolicyItWrote(t *testing.T) {
+	f, old, _ := fixture(t)
+	stored := policy(old, withID(old))
+	stored.Status.AtProvider.TeamID = old
+	meta.SetExternalCreateSucceeded(stored, time.Now().Add(-time.Hour))
+	if err := f.Client.DeleteTeam(t.Context(), old); err != nil { // outside Kubernetes
+		t.Fatal(err)
+	}
+	nu := f.Team(t, "Platform")
+	stored.Spec.ForProvider.TeamID = &nu // followed its Team
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(stored.DeepCopy()).Build()
+	get := func() *v1alpha1.EscalationPolicy {
+		x := &v1alpha1.EscalationPolicy{}
+		if err := kube.Get(t.Context(), client.ObjectKeyFromObject(stored), x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	e := &external{api: f.Client, kube: kube}
+	cr := get()
+	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
+		t.Fatalf("setup: Observe %+v, %v; want the policy to be made on team %d", o, err, nu)
+	}
+	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPut, Route: "/api/teams/{id}/escalation", Status: http.StatusBadGateway, Commit: true, Times: 1})
+	if _, err := e.Create(t.Context(), cr); err == nil {
+		t.Fatal("setup: the PUT's answer was not lost")
+	}
+	if got, err := f.Client.GetEscalationPolicy(t.Context(), nu); err != nil || got.IsEmpty() {
+		t.Fatalf("setup: policy %+v, %v; want the lost PUT written", got, err)
+	}
+	deleting(t, &external{api: f.Client, kube: kube}, func() *v1alpha1.EscalationPolicy { x := get(); withDeletion()(x); return x })
+	if got, err := f.Client.GetEscalationPolicy(t.Context(), nu); err != nil || !got.IsEmpty() {
+		t.Errorf("team %d's policy after deleting the EscalationPolicy whose lost PUT wrote it: %+v, %v; want it emptied", nu, got, err)
+	}
+}
