@@ -227,19 +227,7 @@ func TestASecondRotationRevokesTheKeyTheFirstCouldNot(t *testing.T) {
 // new one as the account a mint was under way on. Deleting the MR deletes
 // the new account and so its key, which nobody holds.
 func TestDeletingAfterALostRecreateMintDeletesTheAccountAndItsKey(t *testing.T) {
-	f := newFixture(t, terdutdouble.Options{AdminKey: adminKey})
-	cr := sa()
-	cr.Spec.ForProvider.Bootstrap = nil
-	pc := f.admin(t)
-	for range 2 {
-		if err := f.reconcile(t, cr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	first := f.double.Snapshot().ServiceAccounts[0].ID
-	if err := pc.DeleteServiceAccount(t.Context(), first); err != nil { // outside Kubernetes
-		t.Fatal(err)
-	}
+	f, cr, _, first := anAccountDeletedOutside(t)
 	f.double.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/service-accounts/{id}/keys", Commit: true, Status: http.StatusGatewayTimeout, Times: 1})
 	if err := f.reconcile(t, cr); err == nil {
 		t.Fatal("setup: the re-create's mint answer was not lost")
@@ -259,6 +247,22 @@ func TestDeletingAfterALostRecreateMintDeletesTheAccountAndItsKey(t *testing.T) 
 // another account of the same name, made by hand since, is not the MR's:
 // deleting the MR leaves it (and its keys).
 func TestDeletingLeavesAHandMadeAccountOfItsNameWhenItsOwnIsGone(t *testing.T) {
+	f, cr, pc, _ := anAccountDeletedOutside(t)
+	hand, err := pc.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: cr.Spec.ForProvider.Name, Scope: cr.Spec.ForProvider.Scope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.deleteUntilGone(t, cr, 5)
+	if st := f.double.Snapshot(); len(st.ServiceAccounts) != 1 || st.ServiceAccounts[0].ID != hand.ID {
+		t.Errorf("accounts left %+v; want the hand-made %d", st.ServiceAccounts, hand.ID)
+	}
+}
+
+// anAccountDeletedOutside is an MR whose account was made and recorded
+// (through the provider config's admin key, pc), then deleted outside
+// Kubernetes (first, its ID).
+func anAccountDeletedOutside(t *testing.T) (*fixture, *v1alpha1.ServiceAccount, *terdut.Client, int64) {
+	t.Helper()
 	f := newFixture(t, terdutdouble.Options{AdminKey: adminKey})
 	cr := sa()
 	cr.Spec.ForProvider.Bootstrap = nil
@@ -272,12 +276,5 @@ func TestDeletingLeavesAHandMadeAccountOfItsNameWhenItsOwnIsGone(t *testing.T) {
 	if err := pc.DeleteServiceAccount(t.Context(), first); err != nil { // outside Kubernetes
 		t.Fatal(err)
 	}
-	hand, err := pc.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: cr.Spec.ForProvider.Name, Scope: cr.Spec.ForProvider.Scope})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.deleteUntilGone(t, cr, 5)
-	if st := f.double.Snapshot(); len(st.ServiceAccounts) != 1 || st.ServiceAccounts[0].ID != hand.ID {
-		t.Errorf("accounts left %+v; want the hand-made %d", st.ServiceAccounts, hand.ID)
-	}
+	return f, cr, pc, first
 }
