@@ -25,12 +25,28 @@ import (
 // Observe looks only for the old ID, confirms it gone, and lets go. The
 // switch the lost re-create made stays on the server with no MR.
 func TestDeletingAfterALostRecreateDeletesWhatItMade(t *testing.T) {
+	lostRecreate(t, true)
+}
+
+// As above for an MR that imported its switch (external name set by hand,
+// so no create of its own was ever recorded).
+func TestDeletingAnImportedSwitchAfterALostRecreateDeletesWhatItMade(t *testing.T) {
+	lostRecreate(t, false)
+}
+
+// lostRecreate: the MR's switch is deleted outside Kubernetes, made again,
+// that re-create's answer is lost, and the MR is deleted; created says
+// whether the MR had recorded a create of its own (else it imported).
+func lostRecreate(t *testing.T, created bool) {
+	t.Helper()
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
 	old := existing(t, f, teamID, onServer())
 	cr := sw(teamID, withID(old))
 	cr.SetUID("uid-sw")
-	meta.SetExternalCreateSucceeded(cr, controllertest.Now().Add(-time.Hour))
+	if created {
+		meta.SetExternalCreateSucceeded(cr, controllertest.Now().Add(-time.Hour))
+	}
 	if err := f.Client.DeleteDeadmanSwitch(t.Context(), teamID, old); err != nil { // by hand
 		t.Fatal(err)
 	}
@@ -47,7 +63,7 @@ func TestDeletingAfterALostRecreateDeletesWhatItMade(t *testing.T) {
 				t.Fatal("setup: the re-create's answer was not lost")
 			}
 			// what markAttempt (e.kube is nil here) wrote before the POST
-			meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: controllertest.Now().Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
+			meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: controllertest.Now().Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog", generic.AnnotationCreateAttemptedOver: generic.FormatID(old)})
 			break
 		}
 		now = now.Add(20 * time.Second)

@@ -116,10 +116,27 @@ func TestARefusedCreateEmptiesNoPolicyItNeverWrote(t *testing.T) {
 // MR empties the policy that PUT wrote (no other MR holds it, and it is
 // exactly this MR's), instead of leaving it paging with nobody managing it.
 func TestDeletingAfterALostRePutEmptiesThePolicyItWrote(t *testing.T) {
+	lostRePut(t, true)
+}
+
+// As above for an EscalationPolicy that imported its team's policy
+// (external name set by hand, so no create of its own was ever recorded).
+func TestDeletingAnImportedPolicyAfterALostRePutEmptiesThePolicyItWrote(t *testing.T) {
+	lostRePut(t, false)
+}
+
+// lostRePut: the MR's team goes outside Kubernetes, its teamId follows a
+// team made in its place, the PUT there commits with its answer lost, and
+// the MR is deleted; created says whether the MR had recorded a create of
+// its own (else it imported the old team's policy).
+func lostRePut(t *testing.T, created bool) {
+	t.Helper()
 	f, old, _ := fixture(t)
 	stored := policy(old, withID(old))
 	stored.Status.AtProvider.TeamID = old
-	meta.SetExternalCreateSucceeded(stored, time.Now().Add(-time.Hour))
+	if created {
+		meta.SetExternalCreateSucceeded(stored, time.Now().Add(-time.Hour))
+	}
 	if err := f.Client.DeleteTeam(t.Context(), old); err != nil { // outside Kubernetes
 		t.Fatal(err)
 	}

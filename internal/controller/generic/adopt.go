@@ -267,8 +267,9 @@ func LostAfter(mg resource.Object, t time.Time) bool {
 }
 
 // LostRecreate reports whether an MR whose recorded object is gone made a
-// create since (marked at t) whose result it never recorded: it recorded a
-// create's success before (an imported MR never did), and t is after it.
+// create since (marked at t) whose result it never recorded: its creates are
+// re-creates of that object (Recreates), and t is after the last recorded
+// success.
 func LostRecreate(mg resource.Object, t time.Time) bool {
-	return !meta.GetExternalCreateSucceeded(mg).IsZero() && LostAfter(mg, t)
+	return Recreates(mg) && LostAfter(mg, t)
 }

@@ -23,6 +23,13 @@ const AnnotationCreateAttempted = "terdut.ryuvia.com/create-attempted-at"
 // deletes at most an object of the spec's own name.
 const AnnotationCreateAttemptedName = "terdut.ryuvia.com/create-attempted-name"
 
+// AnnotationCreateAttemptedOver is the external name the MR held when that
+// create was about to POST: the object it recorded (made or imported) that
+// was gone, so the create made it again. A re-create whose answer was lost
+// is looked for when the MR is deleted only while the MR still names that
+// object; a mark left from before an import does not say so.
+const AnnotationCreateAttemptedOver = "terdut.ryuvia.com/create-attempted-over"
+
 const (
 	errMarkAttempt   = "cannot mark the create attempt on the managed resource; nothing was created"
 	errUnmarkAttempt = "cannot remove the mark of a create the server refused from the managed resource"
@@ -56,6 +63,11 @@ func Interrupted(mg resource.Object) bool {
 func MarkAttempt(ctx context.Context, kube client.Client, mg resource.Managed, name string) error {
 	return patchAnnotations(ctx, kube, mg, errMarkAttempt, func(p client.Object) {
 		meta.AddAnnotations(p, map[string]string{AnnotationCreateAttempted: time.Now().UTC().Format(time.RFC3339), AnnotationCreateAttemptedName: name})
+		if en := meta.GetExternalName(p); en != "" {
+			meta.AddAnnotations(p, map[string]string{AnnotationCreateAttemptedOver: en})
+		} else {
+			meta.RemoveAnnotations(p, AnnotationCreateAttemptedOver)
+		}
 	})
 }
 
@@ -64,7 +76,7 @@ func MarkAttempt(ctx context.Context, kube client.Client, mg resource.Managed, n
 // made by hand since for that create's).
 func UnmarkAttempt(ctx context.Context, kube client.Client, mg resource.Managed) error {
 	return patchAnnotations(ctx, kube, mg, errUnmarkAttempt, func(p client.Object) {
-		meta.RemoveAnnotations(p, AnnotationCreateAttempted, AnnotationCreateAttemptedName)
+		meta.RemoveAnnotations(p, AnnotationCreateAttempted, AnnotationCreateAttemptedName, AnnotationCreateAttemptedOver)
 	})
 }
 
@@ -83,4 +95,17 @@ func patchAnnotations(ctx context.Context, kube client.Client, mg resource.Manag
 	mg.SetAnnotations(p.GetAnnotations())
 	mg.SetResourceVersion(p.GetResourceVersion())
 	return nil
+}
+
+// Recreates reports whether the MR's creates since its recorded object went
+// are re-creates of it: it recorded a create's success before, or its last
+// attempt was marked over the external name it still holds (an imported
+// object, gone, made again). A mark left by a create before the MR was
+// pointed at an imported object is neither.
+func Recreates(mg resource.Object) bool {
+	if !meta.GetExternalCreateSucceeded(mg).IsZero() {
+		return true
+	}
+	over := mg.GetAnnotations()[AnnotationCreateAttemptedOver]
+	return over != "" && over == meta.GetExternalName(mg)
 }

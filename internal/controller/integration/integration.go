@@ -176,7 +176,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 		if cur, err = generic.Reread(ctx, e.absence, cr, "integration", id, fresh, byID, errListIntegrations); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		if cur == nil && meta.WasDeleted(cr) && !meta.GetExternalCreateSucceeded(cr).IsZero() {
+		if cur == nil && meta.WasDeleted(cr) && generic.Recreates(cr) {
 			// NOTE: the recorded integration is gone; a create made since
 			// (it was deleted outside Kubernetes and made again) may have
 			// lost its answer, and what it made has a working key.

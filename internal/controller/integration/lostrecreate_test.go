@@ -24,12 +24,28 @@ import (
 // that ID, confirms it gone and lets go: the new integration, whose working
 // key nobody holds, stays on the server.
 func TestDeletingAfterALostRecreateDeletesTheIntegrationItMade(t *testing.T) {
+	lostRecreate(t, true)
+}
+
+// As above for an Integration that imported its integration (external name
+// set by hand, so no create of its own was ever recorded).
+func TestDeletingAnImportedIntegrationAfterALostRecreateDeletesWhatItMade(t *testing.T) {
+	lostRecreate(t, false)
+}
+
+// lostRecreate: the MR's integration is deleted outside Kubernetes, made
+// again, that re-create's answer is lost, and the MR is deleted; created
+// says whether the MR had recorded a create of its own (else it imported).
+func lostRecreate(t *testing.T, created bool) {
+	t.Helper()
 	f := controllertest.New(t)
 	teamID := f.Team(t, "Platform")
 	s := existing(t, f, teamID)
 	s.secret.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "terdut.ryuvia.com/v1alpha1", Kind: "Integration", Name: "prod-alertmanager", UID: "uid-1", Controller: ptrTrue()}})
 	cr := integ(teamID, withID(s.id))
-	meta.SetExternalCreateSucceeded(cr, controllertest.Now().Add(-time.Hour)) // its first create
+	if created {
+		meta.SetExternalCreateSucceeded(cr, controllertest.Now().Add(-time.Hour)) // its first create
+	}
 	k := kube(t, s.secret, cr.DeepCopy())
 	if err := f.Client.DeleteIntegration(t.Context(), teamID, s.id); err != nil { // by hand
 		t.Fatal(err)

@@ -250,3 +250,34 @@ func TestDeletingATeamAfterALostRecreateDeletesTheTeamItMade(t *testing.T) {
 		t.Errorf("the Team let go with teams %v left on the server: its lost re-create's team has no MR", got)
 	}
 }
+
+// As above for a Team that imported its team (external name set by hand, so
+// no create of its own was ever recorded): the team is deleted outside
+// Kubernetes, made again, and that re-create's answer is lost. Deleting the
+// MR deletes the re-created team.
+func TestDeletingAnImportedTeamAfterALostRecreateDeletesTheTeamItMade(t *testing.T) {
+	l := newLostCreate(t)
+	imported, err := l.f.Client.CreateTeam(t.Context(), "Platform") // made elsewhere
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := l.get(t)
+	meta.SetExternalName(cr, generic.FormatID(imported.ID)) // the import
+	if err := l.kube.Update(t.Context(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.f.Client.DeleteTeam(t.Context(), imported.ID); err != nil { // outside Kubernetes
+		t.Fatal(err)
+	}
+	if o, err := l.e.Observe(t.Context(), l.get(t)); err != nil || o.ResourceExists {
+		t.Fatalf("setup: Observe %+v, %v; want the team gone", o, err)
+	}
+	l.loseAnswer(t)
+	if got := l.teams(t); len(got) != 1 {
+		t.Fatalf("setup: teams %v; want the lost re-create's", got)
+	}
+	l.deleteMR(t)
+	if got := l.teams(t); len(got) != 0 {
+		t.Errorf("the imported Team let go with teams %v left on the server: its lost re-create's team has no MR", got)
+	}
+}
