@@ -101,12 +101,14 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 	if err != nil {
 		return nil, errors.Wrap(err, errBootstrap)
 	}
-	// NOTE: the checkpoint is owned by the MR, so it goes with it even if
-	// the MR is deleted before Create recorded the account.
+	// NOTE: the checkpoint is controlled by the MR, so it goes with it even
+	// if the MR is deleted before Create recorded the account, and no
+	// other MR's connection Secret may take its name over (writers refuse
+	// a Secret another object controls).
 	cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Namespace: cr.GetNamespace(), Name: checkpointName(cr),
 		Labels:          map[string]string{generic.LabelManagedBy: generic.ManagedBy},
-		OwnerReferences: []metav1.OwnerReference{meta.AsOwner(meta.TypedReferenceTo(cr, v1alpha1.ServiceAccountGroupVersionKind))},
+		OwnerReferences: []metav1.OwnerReference{meta.AsController(meta.TypedReferenceTo(cr, v1alpha1.ServiceAccountGroupVersionKind))},
 	}, Data: map[string][]byte{
 		SecretKeyToken: []byte(rsp.APIKey.Key.Reveal()),
 		// Which key it is, so that it can be revoked once the account's

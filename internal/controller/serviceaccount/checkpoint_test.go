@@ -1,13 +1,19 @@
 package serviceaccount
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -92,5 +98,67 @@ func TestABootstrapWhoseCheckpointIsTakenMeanwhileRevokesItsKey(t *testing.T) {
 	}
 	if n := f.double.UserKeys(); n != 0 {
 		t.Errorf("%d bootstrap admin key(s) valid on the server, held by no Secret", n)
+	}
+}
+
+// A ServiceAccount x bootstraps; its account's create fails, so its
+// checkpoint (the admin key) stays. Another ServiceAccount y of the
+// namespace writes its connection Secret under x's checkpoint name
+// (x-bootstrap-admin): it must not take the checkpoint over, which would
+// leave the admin key valid and held by no Secret.
+func TestAnotherServiceAccountCannotWriteOverACheckpoint(t *testing.T) {
+	f := newFixture(t, terdutdouble.Options{})
+	x := sa()
+	f.double.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/service-accounts", Status: http.StatusInternalServerError, Times: 1})
+	if err := f.reconcile(t, x); err == nil {
+		t.Fatal("setup: want the account create to fail")
+	}
+	cp := f.secret(t, checkpointName(x))
+	if cp == nil || f.double.UserKeys() != 1 {
+		t.Fatalf("setup: checkpoint %v, %d admin keys", cp != nil, f.double.UserKeys())
+	}
+	adminTok := string(cp.Data[SecretKeyToken])
+
+	// y's provider config: an instance key of its own.
+	admin, _ := terdut.New(terdut.Options{Endpoint: f.url, Token: terdut.Secret(adminTok), MaxRetries: -1})
+	acct, err := admin.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: "pc", Scope: "instance"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := admin.MintKey(t.Context(), acct.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, _ := terdut.New(terdut.Options{Endpoint: f.url, Token: k.Key, MaxRetries: -1})
+	y := &v1alpha1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other", UID: "uid-y"},
+		Spec: v1alpha1.ServiceAccountSpec{
+			ManagedResourceSpec: xpv2.ManagedResourceSpec{WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: checkpointName(x)}},
+			ForProvider:         v1alpha1.ServiceAccountParameters{Name: "other", Scope: "instance"},
+		},
+	}
+	ey := &external{pc: pc, pcAuthenticated: true, pcKeyIs: func(terdut.Secret) bool { return false }, endpoint: f.url, kube: f.kube, reader: f.e.reader, record: &controllertest.Recorder{}, now: f.e.now, withKey: f.e.withKey}
+	if o, err := ey.Observe(t.Context(), y); err != nil || o.ResourceExists {
+		t.Fatalf("y Observe %+v %v", o, err)
+	}
+	_, yerr := ey.Create(t.Context(), y)
+	t.Logf("y Create: %v", yerr)
+
+	// x goes on.
+	for range 2 {
+		t.Logf("x reconcile: %v", f.reconcile(t, x))
+	}
+	held := false
+	l := &corev1.SecretList{}
+	if err := f.kube.List(t.Context(), l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range l.Items {
+		if strings.Contains(string(s.Data[SecretKeyToken]), adminTok) {
+			held = true
+		}
+	}
+	if f.double.Verify(adminTok).Valid && !held {
+		t.Errorf("the bootstrap admin key is valid on the server and held by no Secret (the checkpoint %q was taken over by ServiceAccount %q's connection Secret)", checkpointName(x), y.Name)
 	}
 }
