@@ -162,6 +162,13 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.EscalationPolic
 	if !known || !generic.Interrupted(cr) {
 		return managed.ExternalObservation{}, nil
 	}
+	if n := generic.AttemptedName(cr); n != "" && n != generic.FormatID(team) {
+		// NOTE: that PUT went to another team (the spec's teamId changed
+		// since): this team's policy, whatever it holds, is not what it
+		// wrote. (The mark only ever narrows: anyone who may edit the MR
+		// can write it.)
+		return managed.ExternalObservation{}, nil
+	}
 	if err := e.adoptable.Allowed(ctx, team); err != nil {
 		if generic.IsNotOwned(err) {
 			return managed.ExternalObservation{}, nil

@@ -171,3 +171,22 @@ func lostRePut(t *testing.T, created bool) {
 		t.Errorf("team %d's policy after deleting the EscalationPolicy whose lost PUT wrote it: %+v, %v; want it emptied", nu, got, err)
 	}
 }
+
+// A PUT to one team is marked and its answer lost; the spec's teamId is then
+// changed to a second team, whose policy someone set by hand to exactly
+// what the MR asks for, and the MR is deleted. That policy was never this
+// MR's PUT (the mark names the first team): it stays.
+func TestDeletingAfterALostPutToAnotherTeamLeavesThisTeamsPolicy(t *testing.T) {
+	f, first, alice := fixture(t)
+	second := f.Team(t, "Payments")
+	if err := f.Client.PutEscalationPolicy(t.Context(), second, serverPolicy(alice)); err != nil { // by hand, equal to the spec
+		t.Fatal(err)
+	}
+	stored := policy(second, withDeletion())
+	// the lost PUT's mark, as MarkAttempt wrote it, for the first team
+	meta.AddAnnotations(stored, map[string]string{generic.AnnotationCreateAttempted: time.Now().UTC().Format(time.RFC3339), generic.AnnotationCreateAttemptedName: generic.FormatID(first)})
+	deleting(t, &external{api: f.Client}, func() *v1alpha1.EscalationPolicy { return stored.DeepCopy() })
+	if got, err := f.Client.GetEscalationPolicy(t.Context(), second); err != nil || got.IsEmpty() {
+		t.Errorf("team %d's policy after deleting an MR whose lost PUT went to team %d: %+v, %v; want the hand-set one kept", second, first, got, err)
+	}
+}
