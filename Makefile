@@ -119,7 +119,7 @@ chaos-model:
 FUZZTIME ?= 20000x
 FUZZ_TARGETS := FuzzAnswers:./internal/clients/terdut FuzzHeaders:./internal/clients/terdut \
 	FuzzCanonicalMatcher:./internal/clients/terdut FuzzHandlers:./internal/terdutdouble \
-	FuzzSameDuration:./internal/controller/generic
+	FuzzSameDuration:./internal/controller/extclient
 fuzz:
 	@set -eo pipefail; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} ($(FUZZTIME))"; \

@@ -45,6 +45,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	tcontroller "git.ryuvia.com/niklas/provider-terdut/internal/controller"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 	"git.ryuvia.com/niklas/provider-terdut/internal/version"
@@ -101,7 +102,7 @@ func parse(args []string) (flags, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Where the Prometheus metrics are served; 0 turns them off.")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "Where /healthz and /readyz are served; 0 turns them off.")
 	fs.DurationVar(&f.listMaxAge, "list-max-age", -1, "How long one list of a team's switches or integrations (and of the teams and users) serves every MR that asks; 0 asks the server for each MR. Default: half of --poll, so drift is seen within 1.5 polls at most.")
-	fs.DurationVar(&f.absenceWait, "absence-confirmation", generic.DefaultAbsenceConfirmation, "A switch or integration its team's list no longer shows is taken as gone (and made again) only if a fresh read this long after still does not show it: longer than your server's lists may lag.")
+	fs.DurationVar(&f.absenceWait, "absence-confirmation", extclient.DefaultAbsenceConfirmation, "A switch or integration its team's list no longer shows is taken as gone (and made again) only if a fresh read this long after still does not show it: longer than your server's lists may lag.")
 	fs.DurationVar(&f.maxBackoff, "max-backoff", 10*time.Second, "At most this long between the retries of one managed resource (crossplane-runtime's default is 60s): after an outage everything is back within it.")
 	fs.BoolVar(&f.naive, "naive", false, "Benchmarks only: no list sharing, and ownership checks that list every MR of a kind (the side-by-side \"before\" of make bench-scale).")
 	fs.BoolVar(&f.pprof, "pprof", false, "Serve Go's profiles at /debug/pprof/ on the metrics address (for an SRE measuring memory or CPU).")

@@ -19,7 +19,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -129,7 +129,7 @@ func TestChaos(t *testing.T) {
 			// nothing in its place before --absence-confirmation (45 s) has
 			// passed, then retries within --max-backoff (10 s). 60 s was
 			// once too short for that path (64 s measured).
-			_, s := waitFleet(t, *prev, generic.DefaultAbsenceConfirmation+45*time.Second)
+			_, s := waitFleet(t, *prev, extclient.DefaultAbsenceConfirmation+45*time.Second)
 			stuck = append(stuck, s...)
 		}
 		if !waitFor(60*time.Second, func() bool { return rotated(t, fmt.Sprintf("chaos-%d", k)) }) {
@@ -170,7 +170,7 @@ func TestChaos(t *testing.T) {
 		// confirmation (45 s) lets it be made again. A Secret counts as
 		// refused if it still is after that.
 		if len(refused) > 0 {
-			waitFor(generic.DefaultAbsenceConfirmation+45*time.Second, func() bool {
+			waitFor(extclient.DefaultAbsenceConfirmation+45*time.Second, func() bool {
 				st := state(t)
 				refused = count(t, &st, cur).refused
 				if prev != nil {

@@ -13,7 +13,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -26,10 +26,10 @@ func TestALyingListMakesNoSecondSwitch(t *testing.T) {
 	id := existing(t, f, teamID, onServer())
 	cr := sw(teamID, withID(id))
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec}, record: rec, absence: absence}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusOK, Body: "[]", Times: 3})
 	for _, wait := range []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second} {
 		now = now.Add(wait)
@@ -37,7 +37,7 @@ func TestALyingListMakesNoSecondSwitch(t *testing.T) {
 			_, _ = e.Create(t.Context(), cr)
 		}
 	}
-	if n := len(f.Server.Snapshot().Switches); n != 1 || meta.GetExternalName(cr) != generic.FormatID(id) {
+	if n := len(f.Server.Snapshot().Switches); n != 1 || meta.GetExternalName(cr) != extclient.FormatID(id) {
 		t.Errorf("after three lying lists: %d switches, external name %q; want 1, %d", n, meta.GetExternalName(cr), id)
 	}
 }
@@ -51,10 +51,10 @@ func TestAPredecessorThatReturnsIsSaid(t *testing.T) {
 	id := existing(t, f, teamID, onServer())
 	cr := sw(teamID, withID(id))
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec}, record: rec, absence: absence}
 	reconcile := func() {
 		if o, err := e.Observe(t.Context(), cr); err == nil && !o.ResourceExists {
 			_, _ = e.Create(t.Context(), cr)
@@ -63,14 +63,14 @@ func TestAPredecessorThatReturnsIsSaid(t *testing.T) {
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusOK, Body: "[]"})
 	for range 5 {
 		reconcile()
-		now = now.Add(generic.DefaultAbsenceConfirmation / 3)
+		now = now.Add(extclient.DefaultAbsenceConfirmation / 3)
 	}
 	f.Server.ClearFaults()
-	if meta.GetExternalName(cr) == generic.FormatID(id) {
+	if meta.GetExternalName(cr) == extclient.FormatID(id) {
 		t.Fatal("the switch was not made again under a list that lies for minutes")
 	}
 	reconcile()
-	if !slices.Contains(rec.Reasons(), generic.ReasonPredecessorReturned) {
+	if !slices.Contains(rec.Reasons(), extclient.ReasonPredecessorReturned) {
 		t.Errorf("events %v: the old switch is back and two exist, but nothing says so", rec.Reasons())
 	}
 }
@@ -86,11 +86,11 @@ func TestADeletedSwitchAListOmitsIsDeletedAllTheSame(t *testing.T) {
 	cr := sw(teamID, withID(id))
 	cr.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	f.Server.SetQuirks(terdutdouble.Quirks{ShortLists: true})
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec}, record: rec, absence: absence}
 	// The runtime's deletion loop: Observe; Delete while it exists; the
 	// finalizer goes once Observe says it does not.
 	deleting(t, e, cr, 20, func() {
@@ -119,13 +119,13 @@ func TestAnInterruptedCreateAdoptsWhatAnyReadShowed(t *testing.T) {
 	for i := range 40 {
 		cr := sw(teamID)
 		meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: now.Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
-		absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+		absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 		absence.Clock = func() time.Time { return now }
 		rec := &controllertest.Recorder{}
-		e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+		e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec}, record: rec, absence: absence}
 		if _, err := e.Create(t.Context(), cr); err == nil {
 			adopted++
-			if got := meta.GetExternalName(cr); got != generic.FormatID(made) {
+			if got := meta.GetExternalName(cr); got != extclient.FormatID(made) {
 				t.Fatalf("attempt %d: external name %q, want the switch the lost create made (%d)", i, got, made)
 			}
 		}
@@ -170,10 +170,10 @@ func deleteAfterLostCreate(t *testing.T, since time.Time) (*controllertest.Fixtu
 	cr := sw(teamID)
 	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: controllertest.Now().Add(-time.Second).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
 	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Since: since}, record: rec, absence: absence}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec, Since: since}, record: rec, absence: absence}
 	return f, deleting(t, e, cr, 5, func() { now = now.Add(20 * time.Second) })
 }
 

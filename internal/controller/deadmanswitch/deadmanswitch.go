@@ -18,6 +18,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -64,7 +65,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 }
 
 func teamOf(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
-	return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	return extclient.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 }
 
 // New returns a DeadmanSwitch's external client.
@@ -73,22 +74,22 @@ func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] {
 }
 
 // AnnotationCreateAttempted and AnnotationCreateAttemptedName mark a
-// switch's create attempt (see generic.AnnotationCreateAttempted). The server
+// switch's create attempt (see extclient.AnnotationCreateAttempted). The server
 // has no unique switch names: a Create that finds the mark and no recorded
 // result confirms that nothing of its name is there (a list can omit what
 // exists) before it POSTs again.
 const (
-	AnnotationCreateAttempted     = generic.AnnotationCreateAttempted
-	AnnotationCreateAttemptedName = generic.AnnotationCreateAttemptedName
+	AnnotationCreateAttempted     = extclient.AnnotationCreateAttempted
+	AnnotationCreateAttemptedName = extclient.AnnotationCreateAttemptedName
 )
 
 type external struct {
 	api     api
-	adopter generic.Adopter
+	adopter extclient.Adopter
 	record  event.Recorder
 	// absence confirms a switch its team's list omits is gone (nil: at
 	// once).
-	absence *generic.Absence
+	absence *extclient.Absence
 	// kube marks create attempts on the MR (nil: not marked, tests).
 	kube client.Client
 }
@@ -98,14 +99,14 @@ var _ managed.TypedExternalClient[*v1alpha1.DeadmanSwitch] = (*external)(nil)
 // Observe finds the switch by ID in its team's list (the server has no GET
 // for one switch): one request per poll.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalObservation, error) {
-	id, ok, err := generic.ExternalID(cr)
-	if err == nil && !ok && meta.WasDeleted(cr) && generic.Interrupted(cr) {
+	id, ok, err := extclient.ExternalID(cr)
+	if err == nil && !ok && meta.WasDeleted(cr) && extclient.Interrupted(cr) {
 		return e.observeLost(ctx, cr)
 	}
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
-	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	teamID, err := extclient.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -117,17 +118,17 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 		return managed.ExternalObservation{}, errors.Wrap(err, errListSwitches)
 	}
 	byID := func(s terdut.DeadmanSwitch) bool { return s.ID == id }
-	cur := generic.FindFirst(list, byID)
+	cur := extclient.FindFirst(list, byID)
 	if cur == nil {
 		// NOTE: a list is not a 404: only a fresh read, some time after,
 		// that does not show it either means it is gone.
 		fresh := func(ctx context.Context) ([]terdut.DeadmanSwitch, error) {
 			return e.api.ListDeadmanSwitchesFresh(ctx, teamID)
 		}
-		if cur, err = generic.Reread(ctx, e.absence, cr, "dead man's switch", id, fresh, byID, errListSwitches); err != nil {
+		if cur, err = extclient.Reread(ctx, e.absence, cr, "dead man's switch", id, fresh, byID, errListSwitches); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		if cur == nil && meta.WasDeleted(cr) && generic.LostRecreate(cr, generic.AttemptedAt(cr)) {
+		if cur == nil && meta.WasDeleted(cr) && extclient.LostRecreate(cr, extclient.AttemptedAt(cr)) {
 			// NOTE: the recorded switch is gone, and a create made since
 			// (the switch deleted outside Kubernetes, made again) lost its
 			// answer: what that create made is looked for too.
@@ -139,12 +140,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 	}
 	e.absence.Seen(cr, id)
 	replaced := cr.Status.AtProvider.ReplacedIDs
-	generic.Predecessors(e.record, cr, "dead man's switch", replaced, id, func(p int64) bool {
-		return generic.FindFirst(list, func(s terdut.DeadmanSwitch) bool { return s.ID == p }) != nil
+	extclient.Predecessors(e.record, cr, "dead man's switch", replaced, id, func(p int64) bool {
+		return extclient.FindFirst(list, func(s terdut.DeadmanSwitch) bool { return s.ID == p }) != nil
 	})
 	cr.Status.AtProvider = Observation(teamID, cur)
 	cr.Status.AtProvider.ReplacedIDs = replaced
-	generic.Mark(cr, xpv2.Available())
+	extclient.Mark(cr, xpv2.Available())
 	diff := Diff(cr.Spec.ForProvider, *cur)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
 }
@@ -164,7 +165,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (man
 // create resumed) is left on the server, never deleted by guess.
 func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalObservation, error) {
 	p := cr.Spec.ForProvider
-	teamID, err := generic.TeamID(p.TeamID, 0)
+	teamID, err := extclient.TeamID(p.TeamID, 0)
 	if err != nil {
 		return managed.ExternalObservation{}, nil //nolint:nilerr // No team was resolved, so no create reached the server.
 	}
@@ -176,15 +177,15 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) 
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errListSwitches)
 	}
-	n := generic.Natural[terdut.DeadmanSwitch]{
+	n := extclient.Natural[terdut.DeadmanSwitch]{
 		Kind: "dead man's switch", Name: name,
 		ID:        func(s *terdut.DeadmanSwitch) int64 { return s.ID },
 		CreatedAt: func(s *terdut.DeadmanSwitch) time.Time { return s.CreatedAt },
 	}
 	// NOTE: only a switch made since that create began can be what it
 	// made: one made earlier (by hand, or by anyone) stays.
-	since := generic.AttemptedAt(cr)
-	return generic.ObserveLost(ctx, e.adopter, e.absence, e.kube, cr, n, list, func(s terdut.DeadmanSwitch) bool {
+	since := extclient.AttemptedAt(cr)
+	return extclient.ObserveLost(ctx, e.adopter, e.absence, e.kube, cr, n, list, func(s terdut.DeadmanSwitch) bool {
 		return s.Name == name
 	}, since)
 }
@@ -195,18 +196,18 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.DeadmanSwitch) 
 // before the POST keeps a retried Create from duplicating.
 func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalCreation, error) {
 	p := cr.Spec.ForProvider
-	teamID, err := generic.TeamID(p.TeamID, 0)
+	teamID, err := extclient.TeamID(p.TeamID, 0)
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
 	name := EffectiveName(p)
-	old, hadOld, _ := generic.ExternalID(cr)
+	old, hadOld, _ := extclient.ExternalID(cr)
 	byName := func(s terdut.DeadmanSwitch) bool { return s.Name == name }
 	list := e.api.ListDeadmanSwitches
 	// seen is what the read that decides an interrupted create showed.
 	var seen *terdut.DeadmanSwitch
-	if generic.Interrupted(cr) {
-		if n := generic.AttemptedName(cr); n != "" && n != name {
+	if extclient.Interrupted(cr) {
+		if n := extclient.AttemptedName(cr); n != "" && n != name {
 			byName = func(s terdut.DeadmanSwitch) bool { return s.Name == name || s.Name == n }
 		}
 		// NOTE: an earlier create's result was lost: only fresh reads,
@@ -216,13 +217,13 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 		if err != nil {
 			return managed.ExternalCreation{}, errors.Wrap(err, errListSwitches)
 		}
-		if seen = generic.FindFirst(cur, byName); seen == nil {
+		if seen = extclient.FindFirst(cur, byName); seen == nil {
 			if err := e.absence.MissingByName(cr, "dead man's switch", name); err != nil {
 				return managed.ExternalCreation{}, err
 			}
 		}
 	}
-	s, adopted, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.DeadmanSwitch]{
+	s, adopted, err := extclient.AdoptOrCreate(ctx, e.adopter, extclient.Natural[terdut.DeadmanSwitch]{
 		Kind: "dead man's switch", Name: name,
 		Lookup: func(ctx context.Context) (*terdut.DeadmanSwitch, error) {
 			// NOTE: a switch one read showed exists, whatever the next
@@ -232,10 +233,10 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 				return seen, nil
 			}
 			l, err := list(ctx, teamID)
-			return generic.FindFirst(l, byName), err
+			return extclient.FindFirst(l, byName), err
 		},
 		Create: func(ctx context.Context) (*terdut.DeadmanSwitch, error) {
-			if err := generic.MarkAttempt(ctx, e.kube, cr, name); err != nil {
+			if err := extclient.MarkAttempt(ctx, e.kube, cr, name); err != nil {
 				return nil, err
 			}
 			// NOTE: this POST may make the switch: a silence waited out
@@ -246,7 +247,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 				// NOTE: the server made nothing: no attempt is left to
 				// look for (a deletion would take a switch made by hand
 				// since for this create's).
-				return nil, errors.Join(err, generic.UnmarkAttempt(ctx, e.kube, cr))
+				return nil, errors.Join(err, extclient.UnmarkAttempt(ctx, e.kube, cr))
 			}
 			return made, err
 		},
@@ -259,21 +260,21 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 	if hadOld && !adopted && s.ID != old {
 		// NOTE: the CR wins, so the switch is made again; but its ID
 		// changes, and that must not go unsaid.
-		e.record.Event(cr, event.Warning(generic.ReasonRecreated, errors.Errorf(msgRecreated, old, s.ID)))
-		cr.Status.AtProvider.ReplacedIDs = generic.Replaced(cr.Status.AtProvider.ReplacedIDs, old)
+		e.record.Event(cr, event.Warning(extclient.ReasonRecreated, errors.Errorf(msgRecreated, old, s.ID)))
+		cr.Status.AtProvider.ReplacedIDs = extclient.Replaced(cr.Status.AtProvider.ReplacedIDs, old)
 	}
 	e.absence.Done(cr)
-	generic.SetExternalID(cr, s.ID)
+	extclient.SetExternalID(cr, s.ID)
 	return managed.ExternalCreation{}, nil
 }
 
 // Update replaces the switch in place (PUT); its ID stays.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalUpdate, error) {
-	id, _, err := generic.ExternalID(cr)
+	id, _, err := extclient.ExternalID(cr)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	teamID, err := extclient.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
@@ -286,11 +287,11 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (mana
 
 // Delete deletes the switch; one already gone is not an error.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalDelete, error) {
-	id, ok, err := generic.ExternalID(cr)
+	id, ok, err := extclient.ExternalID(cr)
 	if err != nil || !ok {
 		return managed.ExternalDelete{}, err
 	}
-	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	teamID, err := extclient.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
@@ -335,7 +336,7 @@ func Diff(p v1alpha1.DeadmanSwitchParameters, cur terdut.DeadmanSwitch) string {
 	want.Name = EffectiveName(p)
 	want.Matcher = terdut.CanonicalMatcher(want.Matcher)
 	got := terdut.DeadmanSwitch{Name: cur.Name, Matcher: terdut.CanonicalMatcher(cur.Matcher), Timeout: cur.Timeout, Severity: cur.Severity}
-	if generic.SameDuration(want.Timeout, got.Timeout) {
+	if extclient.SameDuration(want.Timeout, got.Timeout) {
 		got.Timeout = want.Timeout
 	}
 	return cmp.Diff(want, got)

@@ -19,7 +19,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -39,7 +39,7 @@ func sw(teamID int64, o ...option) *v1alpha1.DeadmanSwitch {
 }
 
 func withID(id int64) option {
-	return func(cr *v1alpha1.DeadmanSwitch) { generic.SetExternalID(cr, id) }
+	return func(cr *v1alpha1.DeadmanSwitch) { extclient.SetExternalID(cr, id) }
 }
 
 func withName(n string) option {
@@ -118,7 +118,7 @@ func TestObserve(t *testing.T) {
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusInternalServerError})
 				return sw(teamID, withID(id))
 			},
-			want: want{err: errors.Wrap(&terdut.APIError{Method: "GET", Path: "/api/teams/" + generic.FormatID(controllertest.FirstID) + "/deadman/switches", StatusCode: 500, Message: "injected fault"}, errListSwitches), requests: 1},
+			want: want{err: errors.Wrap(&terdut.APIError{Method: "GET", Path: "/api/teams/" + extclient.FormatID(controllertest.FirstID) + "/deadman/switches", StatusCode: 500, Message: "injected fault"}, errListSwitches), requests: 1},
 		},
 	}
 	for name, tc := range cases {
@@ -127,7 +127,7 @@ func TestObserve(t *testing.T) {
 			teamID := f.Team(t, "Platform")
 			cr := tc.setup(t, f, teamID)
 			f.Server.ResetCounters()
-			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+			e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 			got, err := e.Observe(t.Context(), cr)
 			if diff := cmp.Diff(tc.want.err, err, test.EquateErrors()); diff != "" {
 				t.Errorf("\n%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
@@ -210,7 +210,7 @@ func TestCreate(t *testing.T) {
 			}
 			f.Server.ResetCounters()
 			rec := &controllertest.Recorder{}
-			e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}}
+			e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec}}
 			cr := tc.cr(teamID)
 			_, err := e.Create(t.Context(), cr)
 			if (err != nil) != tc.want.err {
@@ -223,7 +223,7 @@ func TestCreate(t *testing.T) {
 			if n := f.Server.Count("POST /api/teams/{id}/deadman/switches"); n != tc.want.posts {
 				t.Errorf("\n%s\nCreate(...): %d POSTs, want %d", tc.reason, n, tc.want.posts)
 			}
-			if !tc.want.err && meta.GetExternalName(cr) != generic.FormatID(st.Switches[0].ID) {
+			if !tc.want.err && meta.GetExternalName(cr) != extclient.FormatID(st.Switches[0].ID) {
 				t.Errorf("\n%s\nCreate(...): external-name %q, want %d", tc.reason, meta.GetExternalName(cr), st.Switches[0].ID)
 			}
 			if (len(rec.Events) > 0) != tc.want.adopted {
@@ -240,7 +240,7 @@ func TestUpdateKeepsID(t *testing.T) {
 	s.Timeout, s.Severity = "1h", "info"
 	id := existing(t, f, teamID, s)
 	cr := sw(teamID, withID(id))
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceUpToDate {
 		t.Fatalf("Observe = %+v, %v; want drift", o, err)
 	}
@@ -284,7 +284,7 @@ func TestDelete(t *testing.T) {
 			if tc.fault != nil {
 				f.Server.AddFault(*tc.fault)
 			}
-			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+			e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 			_, err := e.Delete(t.Context(), sw(teamID, withID(id)))
 			if (err != nil) != tc.err {
 				t.Errorf("\n%s\nDelete(...): %v, want error %v", tc.reason, err, tc.err)
@@ -307,12 +307,12 @@ func TestRecreatedAfterGoneSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	cr := sw(teamID)
-	generic.SetExternalID(cr, old.ID)
+	extclient.SetExternalID(cr, old.ID)
 	if err := f.Client.DeleteDeadmanSwitch(t.Context(), teamID, old.ID); err != nil {
 		t.Fatal(err)
 	}
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec}, record: rec}
 	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
 		t.Fatalf("Observe of a deleted switch = %+v, %v; want gone", o, err)
 	}
@@ -320,10 +320,10 @@ func TestRecreatedAfterGoneSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	newID := meta.GetExternalName(cr)
-	if newID == generic.FormatID(old.ID) || len(rec.Events) != 1 || rec.Events[0].Type != event.TypeWarning {
+	if newID == extclient.FormatID(old.ID) || len(rec.Events) != 1 || rec.Events[0].Type != event.TypeWarning {
 		t.Fatalf("external-name %s (old %d), events %+v: want a new ID and one Warning", newID, old.ID, rec.Events)
 	}
-	if msg := rec.Events[0].Message; !strings.Contains(msg, generic.FormatID(old.ID)) || !strings.Contains(msg, newID) {
+	if msg := rec.Events[0].Message; !strings.Contains(msg, extclient.FormatID(old.ID)) || !strings.Contains(msg, newID) {
 		t.Errorf("Warning %q does not name the old and new IDs", msg)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -65,10 +65,10 @@ func TestASilenceWaitedOutBeforeAPostDoesNotConfirmWhatItMadeGone(t *testing.T) 
 	cr.SetUID("uid-sw")
 	// The earlier attempt, on the server's clock (controllertest.Now).
 	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: controllertest.Now().Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec}, record: rec, absence: absence}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusBadGateway, Commit: true, Times: 1})
 	for range 10 {
 		_, _ = e.Create(t.Context(), cr)
@@ -105,13 +105,13 @@ func TestAnOwnershipCheckThatFailsIsNotReadAsGone(t *testing.T) {
 	cr := sw(teamID)
 	meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: now.Add(-time.Minute).Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog"})
 	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
 	failing := func(context.Context, int64) error {
 		return errors.New("cannot list managed resources to check ownership: etcdserver: request timed out")
 	}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Check: failing}, record: rec, absence: absence}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec, Check: failing}, record: rec, absence: absence}
 	gone := deleting(t, e, cr, 5, func() { now = now.Add(20 * time.Second) })
 	if n := len(f.Server.Snapshot().Switches); gone && n != 0 {
 		t.Errorf("the MR let go while its ownership check failed, with %d switch(es) its lost create made left on the server", n)
@@ -158,10 +158,10 @@ func (r *lostCreateRig) deleteAll(t *testing.T, stored *v1alpha1.DeadmanSwitch, 
 // absence clock 20 s on.
 func (r *lostCreateRig) external(since time.Time) (*external, func()) {
 	now := *r.clock
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	return &external{api: r.cl, adopter: generic.Adopter{Record: rec, Since: since}, record: rec, absence: absence}, func() { now = now.Add(20 * time.Second) }
+	return &external{api: r.cl, adopter: extclient.Adopter{Record: rec, Since: since}, record: rec, absence: absence}, func() { now = now.Add(20 * time.Second) }
 }
 
 // Deleting an MR deletes at most a switch of its own name. The name and time

@@ -15,7 +15,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -51,10 +51,10 @@ func lostRecreate(t *testing.T, created bool) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, record: rec, absence: absence}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec}, record: rec, absence: absence}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusBadGateway, Commit: true, Times: 1})
 	for range 10 {
 		o, err := e.Observe(t.Context(), cr)
@@ -63,12 +63,12 @@ func lostRecreate(t *testing.T, created bool) {
 				t.Fatal("setup: the re-create's answer was not lost")
 			}
 			// what markAttempt (e.kube is nil here) wrote before the POST
-			meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: controllertest.Now().Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog", generic.AnnotationCreateAttemptedOver: generic.FormatID(old)})
+			meta.AddAnnotations(cr, map[string]string{AnnotationCreateAttempted: controllertest.Now().Format(time.RFC3339), AnnotationCreateAttemptedName: "prod-watchdog", extclient.AnnotationCreateAttemptedOver: extclient.FormatID(old)})
 			break
 		}
 		now = now.Add(20 * time.Second)
 	}
-	if n := len(f.Server.Snapshot().Switches); n != 1 || meta.GetExternalName(cr) != generic.FormatID(old) {
+	if n := len(f.Server.Snapshot().Switches); n != 1 || meta.GetExternalName(cr) != extclient.FormatID(old) {
 		t.Fatalf("setup: %d switches, external name %q; want the re-create committed and the old ID still recorded", n, meta.GetExternalName(cr))
 	}
 	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
@@ -96,10 +96,10 @@ func TestDeletingAfterALostCreateDeletesOneSwitchNotTwo(t *testing.T) {
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	stored.SetDeletionTimestamp(&metav1.Time{Time: now})
 	kube := storeOf(t, stored)
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: kube, adopter: generic.Adopter{Record: rec, Since: controllertest.Now().Add(-time.Hour)}, record: rec, absence: absence}
+	e := &external{api: f.Client, kube: kube, adopter: extclient.Adopter{Record: rec, Since: controllertest.Now().Add(-time.Hour)}, record: rec, absence: absence}
 	controllertest.Deleting(t, e, 10, func() *v1alpha1.DeadmanSwitch {
 		cr := &v1alpha1.DeadmanSwitch{}
 		if err := kube.Get(t.Context(), client.ObjectKeyFromObject(stored), cr); err != nil {
@@ -142,10 +142,10 @@ func TestAReconcileFromAStaleCopyDeletesNoSecondSwitch(t *testing.T) {
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	stored.SetDeletionTimestamp(&metav1.Time{Time: now})
 	kube := storeOf(t, stored)
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: kube, adopter: generic.Adopter{Record: rec, Since: controllertest.Now().Add(-time.Hour)}, record: rec, absence: absence}
+	e := &external{api: f.Client, kube: kube, adopter: extclient.Adopter{Record: rec, Since: controllertest.Now().Add(-time.Hour)}, record: rec, absence: absence}
 
 	// Reconcile 1: reads the MR, finds the lost create's switch, records it, deletes it.
 	cr := &v1alpha1.DeadmanSwitch{}
@@ -191,10 +191,10 @@ func TestARefusedCreateLeavesNoAttemptToLookFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: kube, adopter: generic.Adopter{Record: rec, Since: time.Now().Add(-2 * time.Hour)}, record: rec, absence: absence}
+	e := &external{api: f.Client, kube: kube, adopter: extclient.Adopter{Record: rec, Since: time.Now().Add(-2 * time.Hour)}, record: rec, absence: absence}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/deadman/switches", Status: http.StatusUnprocessableEntity, Times: 1})
 	get := func() *v1alpha1.DeadmanSwitch {
 		cr := &v1alpha1.DeadmanSwitch{}
@@ -248,11 +248,11 @@ func TestARenamedSwitchMadeAgainAdoptsNoHandMadeSwitchOfItsOldName(t *testing.T)
 	}
 	hand := existing(t, f, teamID, onServer()) // by hand, the old name
 	rec := &controllertest.Recorder{}
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Since: mark.Add(-time.Hour)}, record: rec, absence: absence}
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec, Since: mark.Add(-time.Hour)}, record: rec, absence: absence}
 	_, err := e.Create(t.Context(), cr)
-	got, _, _ := generic.ExternalID(cr)
+	got, _, _ := extclient.ExternalID(cr)
 	if err == nil && got == hand {
-		t.Errorf("the re-create adopted the hand-made switch %d of the old name (Interrupted %v although create-succeeded was recorded)", hand, generic.Interrupted(cr))
+		t.Errorf("the re-create adopted the hand-made switch %d of the old name (Interrupted %v although create-succeeded was recorded)", hand, extclient.Interrupted(cr))
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -65,13 +66,13 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Observed: func(cr *v1alpha1.EscalationPolicy) int64 { return cr.Status.AtProvider.TeamID },
 		// The external name is the team ID: a retried Create PUTs the same
 		// policy to the same team, so nothing can be duplicated.
-		OwnAnnotations:            []string{generic.AnnotationCreateAttempted, generic.AnnotationCreateAttemptedName},
+		OwnAnnotations:            []string{extclient.AnnotationCreateAttempted, extclient.AnnotationCreateAttemptedName},
 		DeterministicExternalName: true,
 	})
 }
 
 func teamOf(cr *v1alpha1.EscalationPolicy) (int64, bool) {
-	return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	return extclient.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 }
 
 // New returns an EscalationPolicy's external client.
@@ -81,7 +82,7 @@ func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.EscalationPolicy]
 
 type external struct {
 	api       api
-	adoptable generic.Adoptable
+	adoptable extclient.Adoptable
 	// kube marks create attempts on the MR (nil: not marked, tests).
 	kube client.Client
 	// desired is the spec with usernames resolved, set by Observe.
@@ -94,7 +95,7 @@ var _ managed.TypedExternalClient[*v1alpha1.EscalationPolicy] = (*external)(nil)
 // server is picked up) and compares the desired policy with the server's.
 // The policy "exists" while it is not the empty policy.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (managed.ExternalObservation, error) {
-	id, ok, err := generic.ExternalID(cr)
+	id, ok, err := extclient.ExternalID(cr)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -105,7 +106,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 			return e.observeLost(ctx, cr)
 		}
 		if !ownTeam(cr, id) {
-			if generic.LostRecreate(cr, generic.AttemptedAt(cr)) {
+			if extclient.LostRecreate(cr, extclient.AttemptedAt(cr)) {
 				// NOTE: its teamId followed its Team to a team made in
 				// the old one's place, and the PUT there lost its
 				// answer: that policy may be this MR's to empty.
@@ -125,7 +126,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 	cr.Status.AtProvider.ResolvedUsers = resolved
 	if len(unknown) > 0 {
 		names := strings.Join(unknown, ", ")
-		generic.Mark(cr, generic.Unavailable(ReasonUnknownUser, errors.Errorf(errUnknownMsg, names).Error()))
+		extclient.Mark(cr, extclient.Unavailable(ReasonUnknownUser, errors.Errorf(errUnknownMsg, names).Error()))
 		return managed.ExternalObservation{}, errors.Errorf(errUnknownUsers, names)
 	}
 	e.desired = &desired
@@ -146,7 +147,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 		return managed.ExternalObservation{}, err
 	}
 	cr.Status.AtProvider = Observation(id, cur, users, resolved)
-	generic.Mark(cr, xpv2.Available())
+	extclient.Mark(cr, xpv2.Available())
 	diff := Diff(desired, *cur)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
 }
@@ -159,10 +160,10 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 // replaced, one set by hand since) stays.
 func (e *external) observeLost(ctx context.Context, cr *v1alpha1.EscalationPolicy) (managed.ExternalObservation, error) {
 	team, known := teamOf(cr)
-	if !known || !generic.Interrupted(cr) {
+	if !known || !extclient.Interrupted(cr) {
 		return managed.ExternalObservation{}, nil
 	}
-	if n := generic.AttemptedName(cr); n != "" && n != generic.FormatID(team) {
+	if n := extclient.AttemptedName(cr); n != "" && n != extclient.FormatID(team) {
 		// NOTE: that PUT went to another team (the spec's teamId changed
 		// since): this team's policy, whatever it holds, is not what it
 		// wrote. (The mark only ever narrows: anyone who may edit the MR
@@ -170,7 +171,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.EscalationPolic
 		return managed.ExternalObservation{}, nil
 	}
 	if err := e.adoptable.Allowed(ctx, team); err != nil {
-		if generic.IsNotOwned(err) {
+		if extclient.IsNotOwned(err) {
 			return managed.ExternalObservation{}, nil
 		}
 		return managed.ExternalObservation{}, err
@@ -187,7 +188,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.EscalationPolic
 	if len(unknown) > 0 || Diff(desired, *cur) != "" {
 		return managed.ExternalObservation{}, nil
 	}
-	generic.SetExternalID(cr, team)
+	extclient.SetExternalID(cr, team)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 }
 
@@ -220,22 +221,22 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.EscalationPolicy) (m
 	}
 	// NOTE: marked right before the PUT: if its answer is lost, deleting
 	// the MR empties what it wrote (see observeLost).
-	if err := generic.MarkAttempt(ctx, e.kube, cr, generic.FormatID(*t)); err != nil {
+	if err := extclient.MarkAttempt(ctx, e.kube, cr, extclient.FormatID(*t)); err != nil {
 		return managed.ExternalCreation{}, err
 	}
 	if err := e.put(ctx, *t); err != nil {
 		if terdut.IsRefused(err) {
-			return managed.ExternalCreation{}, errors.Join(err, generic.UnmarkAttempt(ctx, e.kube, cr))
+			return managed.ExternalCreation{}, errors.Join(err, extclient.UnmarkAttempt(ctx, e.kube, cr))
 		}
 		return managed.ExternalCreation{}, err
 	}
-	generic.SetExternalID(cr, *t)
+	extclient.SetExternalID(cr, *t)
 	return managed.ExternalCreation{}, nil
 }
 
 // Update PUTs the whole policy; Observe only calls for it when it differs.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.EscalationPolicy) (managed.ExternalUpdate, error) {
-	id, _, err := generic.ExternalID(cr)
+	id, _, err := extclient.ExternalID(cr)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
@@ -251,7 +252,7 @@ func (e *external) put(ctx context.Context, teamID int64) error {
 
 // Delete writes the empty policy: the server has no DELETE for it.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.EscalationPolicy) (managed.ExternalDelete, error) {
-	id, ok, err := generic.ExternalID(cr)
+	id, ok, err := extclient.ExternalID(cr)
 	if err != nil || !ok || !ownTeam(cr, id) {
 		return managed.ExternalDelete{}, err
 	}

@@ -22,6 +22,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -49,7 +50,7 @@ func policy(teamID int64, o ...option) *v1alpha1.EscalationPolicy {
 }
 
 func withID(id int64) option {
-	return func(cr *v1alpha1.EscalationPolicy) { generic.SetExternalID(cr, id) }
+	return func(cr *v1alpha1.EscalationPolicy) { extclient.SetExternalID(cr, id) }
 }
 
 func withTarget(level int, username string) option {
@@ -158,7 +159,7 @@ func TestObserve(t *testing.T) {
 			},
 			want: want{
 				err:      errors.Errorf(errUnknownUsers, "carol, dave"),
-				ready:    new(generic.Unavailable(ReasonUnknownUser, "terdut-server has no user named carol, dave: fix the username, or have the user sign in once so the server knows them")),
+				ready:    new(extclient.Unavailable(ReasonUnknownUser, "terdut-server has no user named carol, dave: fix the username, or have the user sign in once so the server knows them")),
 				resolved: 1, requests: 1,
 			},
 		},
@@ -206,7 +207,7 @@ func TestObserve(t *testing.T) {
 				f.Server.AddFault(terdutdouble.Fault{Method: http.MethodGet, Route: "/api/teams/{id}/escalation", Status: http.StatusInternalServerError})
 				return policy(teamID, withID(teamID))
 			},
-			want: want{err: errors.Wrap(&terdut.APIError{Method: "GET", Path: "/api/teams/" + generic.FormatID(controllertest.FirstID) + "/escalation", StatusCode: 500, Message: "injected fault"}, errGetPolicy), resolved: 1, requests: 2},
+			want: want{err: errors.Wrap(&terdut.APIError{Method: "GET", Path: "/api/teams/" + extclient.FormatID(controllertest.FirstID) + "/escalation", StatusCode: 500, Message: "injected fault"}, errGetPolicy), resolved: 1, requests: 2},
 		},
 		"DeletingSkipsUsers": {
 			reason: "A policy being deleted is only looked up: an unknown user must not block deletion.",
@@ -263,7 +264,7 @@ func TestCreateWritesResolvedPolicy(t *testing.T) {
 	if _, err := e.Create(t.Context(), cr); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if got := meta.GetExternalName(cr); got != generic.FormatID(teamID) {
+	if got := meta.GetExternalName(cr); got != extclient.FormatID(teamID) {
 		t.Errorf("external-name = %q, want the team ID %d", got, teamID)
 	}
 	got, _ := f.Client.GetEscalationPolicy(t.Context(), teamID)
@@ -358,7 +359,7 @@ func TestDelete(t *testing.T) {
 		"ServerErrorKeepsFinalizer": {
 			reason:  "A failing PUT is an error: the finalizer stays and the policy too.",
 			fault:   &terdutdouble.Fault{Method: http.MethodPut, Route: "/api/teams/{id}/escalation", Status: http.StatusServiceUnavailable},
-			wantErr: errors.Wrap(&terdut.APIError{Method: "PUT", Path: "/api/teams/" + generic.FormatID(controllertest.FirstID) + "/escalation", StatusCode: 503, Message: "injected fault"}, errDeletePolicy),
+			wantErr: errors.Wrap(&terdut.APIError{Method: "PUT", Path: "/api/teams/" + extclient.FormatID(controllertest.FirstID) + "/escalation", StatusCode: 503, Message: "injected fault"}, errDeletePolicy),
 		},
 	}
 	for name, tc := range cases {
@@ -430,7 +431,7 @@ func TestASecondPolicyForATeamIsRefused(t *testing.T) {
 	f, teamID, second, e := r.f, r.teamID, r.second, r.e
 	f.Server.ResetCounters()
 	_, err := e.Create(t.Context(), second)
-	if !generic.IsNotOwned(err) || second.GetCondition(xpv2.TypeReady).Reason != generic.ReasonResourceNotOwned {
+	if !extclient.IsNotOwned(err) || second.GetCondition(xpv2.TypeReady).Reason != extclient.ReasonResourceNotOwned {
 		t.Errorf("Create of a second policy for team %d: %v, Ready %q; want ResourceNotOwned", teamID, err, second.GetCondition(xpv2.TypeReady).Reason)
 	}
 	if n := f.Server.Count("PUT /api/teams/{id}/escalation"); n != 0 {

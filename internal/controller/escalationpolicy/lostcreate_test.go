@@ -14,7 +14,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -75,7 +75,7 @@ func TestDeletingAfterAnUnwrittenPutLeavesAnotherPolicy(t *testing.T) {
 	}
 	stored := policy(teamID, withDeletion())
 	// a PUT marked (as MarkAttempt writes it) and never written
-	meta.AddAnnotations(stored, map[string]string{generic.AnnotationCreateAttempted: time.Now().UTC().Format(time.RFC3339)})
+	meta.AddAnnotations(stored, map[string]string{extclient.AnnotationCreateAttempted: time.Now().UTC().Format(time.RFC3339)})
 	deleting(t, &external{api: f.Client}, func() *v1alpha1.EscalationPolicy { return stored.DeepCopy() })
 	got, err := f.Client.GetEscalationPolicy(t.Context(), teamID)
 	if err != nil || got.FallbackTopic != "set-by-hand" {
@@ -93,7 +93,7 @@ func TestARefusedCreateEmptiesNoPolicyItNeverWrote(t *testing.T) {
 	r := aSecondPolicy(t)
 	f, teamID, kube, owners, first, second, e := r.f, r.teamID, r.kube, r.owners, r.first, r.second, r.e
 	meta.SetExternalCreatePending(second, time.Now()) // the runtime, before Create
-	if _, err := e.Create(t.Context(), second); !generic.IsNotOwned(err) {
+	if _, err := e.Create(t.Context(), second); !extclient.IsNotOwned(err) {
 		t.Fatalf("setup: Create: %v; want ResourceNotOwned", err)
 	}
 	meta.SetExternalCreateFailed(second, time.Now()) // the runtime, after the refused Create
@@ -184,7 +184,7 @@ func TestDeletingAfterALostPutToAnotherTeamLeavesThisTeamsPolicy(t *testing.T) {
 	}
 	stored := policy(second, withDeletion())
 	// the lost PUT's mark, as MarkAttempt wrote it, for the first team
-	meta.AddAnnotations(stored, map[string]string{generic.AnnotationCreateAttempted: time.Now().UTC().Format(time.RFC3339), generic.AnnotationCreateAttemptedName: generic.FormatID(first)})
+	meta.AddAnnotations(stored, map[string]string{extclient.AnnotationCreateAttempted: time.Now().UTC().Format(time.RFC3339), extclient.AnnotationCreateAttemptedName: extclient.FormatID(first)})
 	deleting(t, &external{api: f.Client}, func() *v1alpha1.EscalationPolicy { return stored.DeepCopy() })
 	if got, err := f.Client.GetEscalationPolicy(t.Context(), second); err != nil || got.IsEmpty() {
 		t.Errorf("team %d's policy after deleting an MR whose lost PUT went to team %d: %+v, %v; want the hand-set one kept", second, first, got, err)

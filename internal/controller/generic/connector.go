@@ -19,6 +19,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
 )
 
@@ -46,10 +47,10 @@ type Deps struct {
 	Record event.Recorder
 	// Adopter adopts what Create finds by its natural key, unless another
 	// MR manages it.
-	Adopter Adopter
+	Adopter extclient.Adopter
 	// Absence confirms that an object a list omits is gone before
 	// anything is made in its place (nil: at once).
-	Absence *Absence
+	Absence *extclient.Absence
 }
 
 // A Tracker records that a managed resource uses its provider config.
@@ -77,7 +78,7 @@ type Connector[M resource.ModernManaged] struct {
 	// condition (nil: not kept).
 	Refusals *Refusals
 	// Absence confirms absences for this kind (nil: at once).
-	Absence *Absence
+	Absence *extclient.Absence
 	Kind    string
 }
 
@@ -95,7 +96,7 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	}
 	for _, admit := range c.Gates {
 		if err := admit(ctx, mg, cfg); err != nil {
-			if meta.WasDeleted(mg) && IsUntouchable(err) {
+			if meta.WasDeleted(mg) && extclient.IsUntouchable(err) {
 				return untouched[M]{}, nil
 			}
 			return nil, err
@@ -118,7 +119,7 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	}
 	return remembered(c.Refusals, finalizedOnCreate(keepingGenerations(counted(c.Checks, c.Kind, c.External(Deps{
 		Client: cl, Conn: conn, Kube: c.Kube, Reader: pastCache(c.Reader, c.Kube), Record: c.Record,
-		Adopter: Adopter{Check: c.Owners.Adoptable(mg), Record: c.Record, Object: mg, Since: mg.GetCreationTimestamp().Time},
+		Adopter: extclient.Adopter{Check: c.Owners.Adoptable(mg), Record: c.Record, Object: mg, Since: mg.GetCreationTimestamp().Time},
 		Absence: c.Absence,
 	}))))), nil
 }

@@ -15,6 +15,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 // ReasonRefNotPermitted is the Ready=False reason of a managed resource whose
@@ -64,9 +65,9 @@ func ConsentGate[M resource.ModernManaged](kube client.Reader, providerNamespace
 		if meta.WasDeleted(mg) && observedWhilePermitted(mg, observed) {
 			return nil
 		}
-		Mark(mg, Unavailable(ReasonRefNotPermitted, err.Error()))
+		extclient.Mark(mg, extclient.Unavailable(ReasonRefNotPermitted, err.Error()))
 		if meta.WasDeleted(mg) {
-			return leaveAloneError{err}
+			return extclient.Untouchable(err)
 		}
 		return err
 	}
@@ -75,18 +76,9 @@ func ConsentGate[M resource.ModernManaged](kube client.Reader, providerNamespace
 // observedWhilePermitted reports whether mg's status shows the object its
 // external name names: Observe ran for it, which only an admitted MR gets to.
 func observedWhilePermitted[M resource.ModernManaged](mg M, observed func(M) int64) bool {
-	id, ok, err := ExternalID(mg)
+	id, ok, err := extclient.ExternalID(mg)
 	return observed != nil && err == nil && ok && observed(mg) == id
 }
-
-// leaveAloneError refuses an MR that has nothing of its own on the server.
-type leaveAloneError struct{ error }
-
-// Untouchable marks a gate's refusal as one of an MR that has nothing of
-// its own on the server: being deleted, it goes without a request.
-func Untouchable(err error) error { return leaveAloneError{err} }
-
-func (leaveAloneError) leaveAlone() {}
 
 // Permitted returns nil when cfg may serve managed resources in namespace ns:
 // a ProviderConfig its own namespace only (it is only ever looked up there);

@@ -18,6 +18,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 const (
@@ -28,7 +29,6 @@ const (
 	errNewClient       = "cannot build a terdut-server client for %s %q"
 	errMissingSecretNS = "%s %q: a ClusterProviderConfig's secret selectors need a namespace"
 	errKeyUnchanged    = "the key was refused and the credential Secret holds no other"
-	errTeamUnknown     = "spec.forProvider.teamId is not resolved yet: the team reference is not ready"
 	errGetTeamOfChild  = "cannot check whether team %d still exists"
 	errSourceNotSecret = "%s %q reads its key from %s: a namespaced ProviderConfig may only read it from a Secret in its own namespace (credentials.source: Secret). Nothing was read"
 )
@@ -91,7 +91,7 @@ func (k teamKey[M]) Client(ctx context.Context, conn *Conn, mg M) (*terdut.Clien
 		// anything on the server: let it go.
 		return nil, nil
 	case !ok:
-		return nil, errors.New(errTeamUnknown)
+		return nil, errors.New(extclient.ErrTeamUnknown)
 	case meta.WasDeleted(mg):
 		// NOTE: deleting a team deletes its rows (and its scoped key) on
 		// the server. A child deleted with its team, as a claim's are,
@@ -110,7 +110,7 @@ func (k teamKey[M]) Client(ctx context.Context, conn *Conn, mg M) (*terdut.Clien
 	}
 	cl, err := conn.Team(ctx, teamID)
 	if w := (waitingForTeamError{}); errors.As(err, &w) {
-		Mark(mg, Unavailable(ReasonWaitingForTeam, w.Error()))
+		extclient.Mark(mg, extclient.Unavailable(ReasonWaitingForTeam, w.Error()))
 	}
 	return cl, err
 }
@@ -313,7 +313,9 @@ func (c *Conn) RevokeTeamKey(ctx context.Context, teamID int64) error {
 	return nil
 }
 
-func teamOwner(cfg Config, teamID int64) string { return cfg.ID() + "/team/" + FormatID(teamID) }
+func teamOwner(cfg Config, teamID int64) string {
+	return cfg.ID() + "/team/" + extclient.FormatID(teamID)
+}
 
 func (c *Conn) client(owner string, o terdut.Options) (*terdut.Client, error) {
 	o.ListMaxAge = c.servers.ListMaxAge

@@ -14,12 +14,11 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 // Reasons of the ownership checks.
 const (
-	// ReasonResourceNotOwned: the server object is managed by another MR.
-	ReasonResourceNotOwned xpv2.ConditionReason = "ResourceNotOwned"
 	// ReasonTeamNotInNamespace: a child names a team that is not a Team of
 	// its own namespace using the same provider config.
 	ReasonTeamNotInNamespace xpv2.ConditionReason = "TeamNotInNamespace"
@@ -31,33 +30,6 @@ const (
 	errForeignTeam  = "team %d is not a Team of namespace %q on the same terdut-server: a %s may only belong to a team managed in its own namespace; nothing was written"
 	errTeamMoved    = "this resource's object was observed in team %d, and its teamId is now %d: deleting it touches neither team"
 )
-
-type notOwnedError struct {
-	error
-
-	cond xpv2.Condition
-}
-
-// Condition is the refusal as the Ready condition users see.
-func (n notOwnedError) Condition() xpv2.Condition { return n.cond }
-
-// IsNotOwned reports whether err is an ownership refusal.
-func IsNotOwned(err error) bool {
-	var n notOwnedError
-	return errors.As(err, &n)
-}
-
-// leaveAlone marks a refusal that means "nothing on the server is this MR's".
-type leaveAlone interface{ leaveAlone() }
-
-func (notOwnedError) leaveAlone() {}
-
-// IsUntouchable reports whether err refuses an MR that has nothing of its own
-// on the server: deleting it must touch nothing there.
-func IsUntouchable(err error) bool {
-	var l leaveAlone
-	return errors.As(err, &l)
-}
 
 // OwnershipGate refuses an MR whose (perhaps hand-set) external name is
 // another MR's object, and a child whose team is not a Team of its own
@@ -82,7 +54,7 @@ func OwnershipGate[M resource.ModernManaged](o Owners, teamOf func(M) (int64, bo
 			}
 		}
 		err := o.CheckTeam(ctx, mg, id)
-		if err != nil && IsNotOwned(err) && meta.WasDeleted(mg) && o.holds(mg) {
+		if err != nil && extclient.IsNotOwned(err) && meta.WasDeleted(mg) && o.holds(mg) {
 			// NOTE: a child that observed its object while its team was
 			// a Team of its namespace deletes it, even once that Team
 			// was orphaned (its policies without Delete) or moved to
@@ -91,18 +63,6 @@ func OwnershipGate[M resource.ModernManaged](o Owners, teamOf func(M) (int64, bo
 		}
 		return err
 	}
-}
-
-// An Adoptable check says whether the MR may take over the server object with
-// the supplied ID, found by its natural key or after a 409. Nil allows all.
-type Adoptable func(ctx context.Context, id int64) error
-
-// Allowed runs a, allowing everything when a is nil.
-func (a Adoptable) Allowed(ctx context.Context, id int64) error {
-	if a == nil {
-		return nil
-	}
-	return a(ctx, id)
 }
 
 // sameServer reports whether two MRs talk to the same terdut-server: the
@@ -174,7 +134,7 @@ type Owners struct {
 
 // holds reports whether mg observed the object its external name names.
 func (o Owners) holds(mg resource.Managed) bool {
-	return o.Observed != nil && FormatID(o.Observed(mg)) == meta.GetExternalName(mg)
+	return o.Observed != nil && extclient.FormatID(o.Observed(mg)) == meta.GetExternalName(mg)
 }
 
 // outranks says whether a's claim on a server object (the same external
@@ -229,20 +189,18 @@ func (o Owners) Other(ctx context.Context, mg resource.Managed, externalName str
 
 // refuse records an ownership refusal on mg and returns it as an error.
 func (o Owners) refuse(mg resource.Managed, reason xpv2.ConditionReason, msg string) error {
-	c := Unavailable(reason, msg)
-	Mark(mg, c)
-	return notOwnedError{error: errors.New(msg), cond: c}
+	return extclient.NotOwned(mg, reason, msg)
 }
 
 // Adoptable returns the Create-time check for mg: no other MR may already
 // manage the object it is about to adopt.
-func (o Owners) Adoptable(mg resource.Managed) Adoptable {
+func (o Owners) Adoptable(mg resource.Managed) extclient.Adoptable {
 	return func(ctx context.Context, id int64) error {
-		other, err := o.Other(ctx, mg, FormatID(id), false)
+		other, err := o.Other(ctx, mg, extclient.FormatID(id), false)
 		if err != nil || other == nil {
 			return err
 		}
-		return o.refuse(mg, ReasonResourceNotOwned, fmt.Sprintf(errNotOwned, o.Kind, FormatID(id), o.Kind, other.GetNamespace(), other.GetName()))
+		return o.refuse(mg, extclient.ReasonResourceNotOwned, fmt.Sprintf(errNotOwned, o.Kind, extclient.FormatID(id), o.Kind, other.GetNamespace(), other.GetName()))
 	}
 }
 
@@ -257,7 +215,7 @@ func (o Owners) CheckExternalName(ctx context.Context, mg resource.Managed) erro
 	if err != nil || other == nil {
 		return err
 	}
-	return o.refuse(mg, ReasonResourceNotOwned, fmt.Sprintf(errNotOwned, o.Kind, en, o.Kind, other.GetNamespace(), other.GetName()))
+	return o.refuse(mg, extclient.ReasonResourceNotOwned, fmt.Sprintf(errNotOwned, o.Kind, en, o.Kind, other.GetNamespace(), other.GetName()))
 }
 
 // CheckTeam refuses a child whose team is not a Team MR of its own namespace
@@ -279,7 +237,7 @@ func (o Owners) CheckTeam(ctx context.Context, mg resource.Managed, teamID int64
 // children while it lives, revoked when it goes.
 func (o Owners) OwnTeam(ctx context.Context, mg resource.Managed, teamID int64) (*v1alpha1.Team, error) {
 	teams := &v1alpha1.TeamList{}
-	if err := o.Kube.List(ctx, teams, o.byExternalName(FormatID(teamID))...); err != nil {
+	if err := o.Kube.List(ctx, teams, o.byExternalName(extclient.FormatID(teamID))...); err != nil {
 		return nil, errors.Wrap(err, errListManagers)
 	}
 	ranks := teamOwners()
@@ -287,7 +245,7 @@ func (o Owners) OwnTeam(ctx context.Context, mg resource.Managed, teamID int64) 
 	holderAssumed := false
 	for i := range teams.Items {
 		t := &teams.Items[i]
-		if meta.GetExternalName(t) != FormatID(teamID) {
+		if meta.GetExternalName(t) != extclient.FormatID(teamID) {
 			continue
 		}
 		same, assumed, err := o.serverOf(ctx, mg, t)

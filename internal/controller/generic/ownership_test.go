@@ -14,6 +14,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -93,11 +94,11 @@ func TestCheckExternalName(t *testing.T) {
 			o := owners(t, objs...)
 			o.Observed = func(mg resource.Managed) int64 { return mg.(*v1alpha1.Team).Status.AtProvider.ID }
 			err := o.CheckExternalName(t.Context(), tc.mg)
-			if (err == nil) != tc.owned || (err != nil && !IsNotOwned(err)) {
+			if (err == nil) != tc.owned || (err != nil && !extclient.IsNotOwned(err)) {
 				t.Fatalf("\n%s\nCheckExternalName: %v, want owned %v", tc.reason, err, tc.owned)
 			}
-			if !tc.owned && tc.mg.GetCondition(xpv2.TypeReady).Reason != ReasonResourceNotOwned {
-				t.Errorf("\n%s\nReady reason %q, want %s", tc.reason, tc.mg.GetCondition(xpv2.TypeReady).Reason, ReasonResourceNotOwned)
+			if !tc.owned && tc.mg.GetCondition(xpv2.TypeReady).Reason != extclient.ReasonResourceNotOwned {
+				t.Errorf("\n%s\nReady reason %q, want %s", tc.reason, tc.mg.GetCondition(xpv2.TypeReady).Reason, extclient.ReasonResourceNotOwned)
 			}
 		})
 	}
@@ -107,17 +108,17 @@ func TestAdoptable(t *testing.T) {
 	managedTeam := mgTeam("team-a", "platform", "a", "5", "default", time.Hour)
 	newcomer := mgTeam("team-b", "platform", "b", "", "default", 0)
 	o := owners(t, managedTeam, newcomer)
-	if err := o.Adoptable(newcomer)(t.Context(), 5); !IsNotOwned(err) {
+	if err := o.Adoptable(newcomer)(t.Context(), 5); !extclient.IsNotOwned(err) {
 		t.Errorf("adopting team 5, managed by team-a/platform: %v, want ResourceNotOwned", err)
 	}
 	viaSecond := mgTeam("team-b", "platform", "b", "", "second", 0)
-	if err := o.Adoptable(viaSecond)(t.Context(), 5); !IsNotOwned(err) {
+	if err := o.Adoptable(viaSecond)(t.Context(), 5); !extclient.IsNotOwned(err) {
 		t.Errorf("adopting team 5 through another config of the same server: %v, want ResourceNotOwned", err)
 	}
 	if err := o.Adoptable(newcomer)(t.Context(), 6); err != nil {
 		t.Errorf("adopting an unmanaged team: %v, want allowed", err)
 	}
-	if err := Adoptable(nil).Allowed(t.Context(), 5); err != nil {
+	if err := extclient.Adoptable(nil).Allowed(t.Context(), 5); err != nil {
 		t.Errorf("a nil check: %v, want allowed", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 // TestAChildCreatedInItsRecreatedTeamIsDeleted: team-b's Team was recreated
@@ -21,7 +22,7 @@ import (
 // in team B, which lives on, for good.
 func TestAChildCreatedInItsRecreatedTeamIsDeleted(t *testing.T) {
 	_, _, b, c := twoTeams(t, func(a, b int64) []client.Object {
-		return []client.Object{mgTeam("team-a", "alpha", "ta", FormatID(a), "default", time.Hour), mgTeam("team-b", "beta", "tb", FormatID(b), "default", time.Hour)}
+		return []client.Object{mgTeam("team-a", "alpha", "ta", extclient.FormatID(a), "default", time.Hour), mgTeam("team-b", "beta", "tb", extclient.FormatID(b), "default", time.Hour)}
 	})
 	cpc := &v1alpha1.ClusterProviderConfig{}
 	if err := c.Kube.Get(t.Context(), client.ObjectKey{Name: "default"}, cpc); err != nil {
@@ -33,7 +34,7 @@ func TestAChildCreatedInItsRecreatedTeamIsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	cr := dms("team-b", "sw", b)
-	meta.SetExternalName(cr, FormatID(s2.ID))
+	meta.SetExternalName(cr, extclient.FormatID(s2.ID))
 	cr.Status.AtProvider.ID, cr.Status.AtProvider.TeamID = 9999, 999
 	now := metav1.Now()
 	cr.DeletionTimestamp = &now

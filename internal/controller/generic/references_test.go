@@ -17,6 +17,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 // patches counts the resolutions handed on to be written.
@@ -128,7 +129,7 @@ func TestCreatingWritesTheResolvedTeamWithThePendingUpdate(t *testing.T) {
 // that has no ID yet (with that Team's own reason: refused, say).
 func TestAChildWaitingForItsTeamSaysSo(t *testing.T) {
 	refused := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "ops"}}
-	refused.SetConditions(Unavailable("RefNotPermitted", `ClusterProviderConfig "default" does not admit namespace "a"`))
+	refused.SetConditions(extclient.Unavailable("RefNotPermitted", `ClusterProviderConfig "default" does not admit namespace "a"`))
 	kube := fakeBuilder(t).WithObjects(refused).Build()
 	r := References{Reader: kube, Patch: &patches{}, TeamRef: func(mg resource.Managed) string {
 		return mg.(*v1alpha1.DeadmanSwitch).Spec.ForProvider.TeamIDRef.Name

@@ -12,29 +12,14 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 // A conditioned error says, as a Ready condition, why nothing was done.
 type conditioned interface {
 	error
 	Condition() xpv2.Condition
-}
-
-type refusalError struct {
-	error
-
-	cond xpv2.Condition
-}
-
-func (r refusalError) Condition() xpv2.Condition { return r.cond }
-
-// Refuse sets a Ready=False condition with reason and msg on mg and returns
-// it as an error that keeps it: a Create that returns it leaves the reason
-// on the Ready condition the user sees (see Refusals).
-func Refuse(mg resource.Managed, reason xpv2.ConditionReason, msg string) error {
-	c := Unavailable(reason, msg)
-	Mark(mg, c)
-	return refusalError{error: errors.New(msg), cond: c}
 }
 
 // RefusalHold is how long a refusal Create met is given as the answer to
@@ -117,7 +102,7 @@ func remembered[M resource.Managed](r *Refusals, e managed.TypedExternalClient[M
 
 func (e remembering[M]) Observe(ctx context.Context, mg M) (managed.ExternalObservation, error) {
 	if c, ok := e.r.held(mg); ok {
-		Mark(mg, c)
+		extclient.Mark(mg, c)
 		return managed.ExternalObservation{}, errors.New(c.Message)
 	}
 	return e.TypedExternalClient.Observe(ctx, mg)

@@ -27,6 +27,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 )
 
@@ -257,7 +258,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		External:    k.External,
 		Checks:      o.Checks,
 		Refusals:    NewRefusals(),
-		Absence:     NewAbsence(o.AbsenceConfirmation),
+		Absence:     extclient.NewAbsence(o.AbsenceConfirmation),
 		Kind:        k.GVK.Kind,
 	}
 	opts := []managed.ReconcilerOption{
@@ -337,7 +338,7 @@ func orphaned[M resource.ModernManaged](kube client.Reader, servers *Servers, ow
 			return nil
 		}
 		if err := owners.CheckExternalName(ctx, mg); err != nil {
-			if IsNotOwned(err) {
+			if extclient.IsNotOwned(err) {
 				return nil
 			}
 			return err

@@ -16,6 +16,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -33,7 +34,7 @@ func twoTeams(t *testing.T, objs func(a, b int64) []client.Object) (*terdutdoubl
 	cpc.Spec.Endpoint = hs.URL
 	kube := fakeBuilder(t).WithObjects(append(objs(a.ID, b.ID), cpc, keySecret("crossplane-system", "creds", "tdk_instance"))...).Build()
 	teamOf := func(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
-		return KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+		return extclient.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 	}
 	observed := func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.ID }
 	c := newTestConnector(kube, func() resource.ManagedList { return &v1alpha1.DeadmanSwitchList{} }, "DeadmanSwitch", TeamKey(teamOf), func(c *Connector[*v1alpha1.DeadmanSwitch]) {
@@ -57,7 +58,7 @@ func dms(ns, name string, team int64) *v1alpha1.DeadmanSwitch {
 // picks the key by spec.teamId: team A's kept key.
 func TestADeletingChildNeverGetsAnotherTeamsKey(t *testing.T) {
 	_, a, b, c := twoTeams(t, func(a, b int64) []client.Object {
-		return []client.Object{mgTeam("team-a", "alpha", "ta", FormatID(a), "default", time.Hour), mgTeam("team-b", "beta", "tb", FormatID(b), "default", time.Hour)}
+		return []client.Object{mgTeam("team-a", "alpha", "ta", extclient.FormatID(a), "default", time.Hour), mgTeam("team-b", "beta", "tb", extclient.FormatID(b), "default", time.Hour)}
 	})
 	if _, err := c.Connect(t.Context(), dms("team-a", "legit", a)); err != nil { // team A's key is minted
 		t.Fatal(err)
@@ -85,9 +86,9 @@ func TestADeletingChildNeverGetsAnotherTeamsKey(t *testing.T) {
 // that does not exist: it now "holds" team A on the platform's server.
 func TestATeamWhoseConfigIsUnreadableHoldsNothing(t *testing.T) {
 	double, a, _, c := twoTeams(t, func(a, _ int64) []client.Object {
-		fake := mgTeam("team-b", "fake", "tf", FormatID(a), "default", time.Hour)
+		fake := mgTeam("team-b", "fake", "tf", extclient.FormatID(a), "default", time.Hour)
 		fake.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "ghost"}
-		return []client.Object{mgTeam("team-a", "alpha", "ta", FormatID(a), "default", time.Minute), fake}
+		return []client.Object{mgTeam("team-a", "alpha", "ta", extclient.FormatID(a), "default", time.Minute), fake}
 	})
 	_, err := c.Connect(t.Context(), dms("team-b", "grab", a))
 	if err == nil || double.Count("POST /api/service-accounts/{id}/keys") != 0 {

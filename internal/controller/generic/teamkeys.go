@@ -17,6 +17,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
 )
 
@@ -157,7 +158,7 @@ func SecretName(cfg Config, teamID int64) string {
 const TeamAccountPrefix = "crossplane-team-"
 
 // AccountName is the name of a team's service account on the server.
-func AccountName(teamID int64) string { return TeamAccountPrefix + FormatID(teamID) }
+func AccountName(teamID int64) string { return TeamAccountPrefix + extclient.FormatID(teamID) }
 
 const errForeignTeamAccount = "service account %q on the server has scope %q%s, not scope %q of team %d: it is not the provider's key account of team %d, and no key is minted on it. Delete or rename it on the server"
 
@@ -179,7 +180,7 @@ func OfTeam(teamID *int64) string {
 	if teamID == nil {
 		return ""
 	}
-	return " of team " + FormatID(*teamID)
+	return " of team " + extclient.FormatID(*teamID)
 }
 
 // Options returns client options for teamID's key, minting it first when
@@ -426,7 +427,7 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 		}
 	}
 	acct := AccountName(teamID)
-	sa, _, err := AdoptOrCreate(ctx, Adopter{}, Natural[terdut.ServiceAccount]{
+	sa, _, err := extclient.AdoptOrCreate(ctx, extclient.Adopter{}, extclient.Natural[terdut.ServiceAccount]{
 		Kind: "service account", Name: acct,
 		Lookup: func(ctx context.Context) (*terdut.ServiceAccount, error) {
 			return instance.GetServiceAccountByName(ctx, acct)
@@ -442,8 +443,8 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 	}
 	replaced := keyOf(cur)
 	pending := pendingRevocations(cur)
-	s.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelTeamID: FormatID(teamID), LabelProviderConfig: configHash(cfg)}
-	s.Annotations = map[string]string{AnnotationConfig: cfg.ID(), AnnotationMinting: FormatID(sa.ID)}
+	s.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelTeamID: extclient.FormatID(teamID), LabelProviderConfig: configHash(cfg)}
+	s.Annotations = map[string]string{AnnotationConfig: cfg.ID(), AnnotationMinting: extclient.FormatID(sa.ID)}
 	if len(pending) > 0 {
 		s.Annotations[AnnotationRevokeKeyID] = formatIDs(pending)
 	}
@@ -470,7 +471,7 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 	}
 	s.Data = map[string][]byte{
 		keyToken:     []byte(key.Key.Reveal()),
-		keyAccountID: []byte(FormatID(sa.ID)),
+		keyAccountID: []byte(extclient.FormatID(sa.ID)),
 		keyKeyID:     []byte(strconv.FormatInt(key.ID, 10)),
 		keyEndpoint:  []byte(cfg.Spec.Endpoint),
 		keyMintedAt:  []byte(k.clock().UTC().Format(time.RFC3339)),
@@ -584,7 +585,7 @@ func pendingRevocations(s *corev1.Secret) []int64 {
 func formatIDs(ids []int64) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
-		parts[i] = FormatID(id)
+		parts[i] = extclient.FormatID(id)
 	}
 	return strings.Join(parts, ",")
 }

@@ -16,6 +16,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -43,7 +44,7 @@ func TestTeamKeys(t *testing.T) {
 	if err := kube.Get(t.Context(), types.NamespacedName{Namespace: "crossplane-system", Name: SecretName(cfg, team.ID)}, s); err != nil {
 		t.Fatalf("team key Secret in the provider namespace: %v", err)
 	}
-	if s.Labels[LabelTeamID] != FormatID(team.ID) || s.Labels[LabelManagedBy] != ManagedBy {
+	if s.Labels[LabelTeamID] != extclient.FormatID(team.ID) || s.Labels[LabelManagedBy] != ManagedBy {
 		t.Errorf("team key Secret labels = %v", s.Labels)
 	}
 
@@ -161,7 +162,7 @@ func TestConnectGivesChildrenTeamKeysOnly(t *testing.T) {
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
 	tm, _ := instance.CreateTeam(t.Context(), "Platform")
 
-	team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
+	team := mgTeam("team-a", "platform", "t", extclient.FormatID(tm.ID), "default", time.Hour)
 	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
 	cpc.Spec.Endpoint = hs.URL
 	kube := fakeBuilder(t).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
@@ -191,7 +192,7 @@ func TestConnectGivesChildrenTeamKeysOnly(t *testing.T) {
 	if _, err := d.Client.GetTeamByName(t.Context(), "Platform"); err != nil {
 		t.Errorf("a kind without team keys (a team-scoped ServiceAccount) lost the config's key: %v", err)
 	}
-	if _, err := connect(false, mgTeam("team-b", "grab", "g", "", "default", 0)); !IsNotOwned(err) {
+	if _, err := connect(false, mgTeam("team-b", "grab", "g", "", "default", 0)); !extclient.IsNotOwned(err) {
 		t.Errorf("a team-bound MR of another namespace: %v, want TeamNotInNamespace", err)
 	}
 }
@@ -264,7 +265,7 @@ func TestConnectLetsAChildOfADeletedTeamGo(t *testing.T) {
 			}
 			cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
 			cpc.Spec.Endpoint = hs.URL
-			team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
+			team := mgTeam("team-a", "platform", "t", extclient.FormatID(tm.ID), "default", time.Hour)
 			kube := fakeBuilder(t).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()
 			teamOf := func(*v1alpha1.Team) (int64, bool) { return tm.ID, tc.teamKnown }
 			c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), withTeamOf(teamOf))
@@ -300,7 +301,7 @@ func TestRevokeTeamKeyForgetsItsClient(t *testing.T) {
 	defer hs.Close()
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
 	tm, _ := instance.CreateTeam(t.Context(), "Platform")
-	team := mgTeam("team-a", "platform", "t", FormatID(tm.ID), "default", time.Hour)
+	team := mgTeam("team-a", "platform", "t", extclient.FormatID(tm.ID), "default", time.Hour)
 	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
 	cpc.Spec.Endpoint = hs.URL
 	kube := fakeBuilder(t).WithObjects(team, cpc, keySecret("crossplane-system", "creds", "tdk_instance")).Build()

@@ -18,6 +18,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -114,8 +115,8 @@ func TestRefusalAtAdoptTimeStaysOnReady(t *testing.T) {
 	if _, err := e.Observe(t.Context(), cr); err == nil {
 		t.Error("Observe after a refused Create answered without the refusal")
 	}
-	if c := cr.GetCondition(xpv2.TypeReady); c.Reason != ReasonResourceNotOwned {
-		t.Errorf("Ready after the next Observe = %s, want %s", c.Reason, ReasonResourceNotOwned)
+	if c := cr.GetCondition(xpv2.TypeReady); c.Reason != extclient.ReasonResourceNotOwned {
+		t.Errorf("Ready after the next Observe = %s, want %s", c.Reason, extclient.ReasonResourceNotOwned)
 	}
 	now = now.Add(RefusalHold)
 	if _, err := e.Observe(t.Context(), cr); err != nil {
@@ -163,7 +164,7 @@ func observedTeamOwners(teamOf func(*v1alpha1.Team) (int64, bool)) connectorOpti
 func TestAnObserveOnlyChildUsesItsTeamsKey(t *testing.T) {
 	team := mgTeam("team-a", "platform", "t", "", "default", time.Hour)
 	double, teamID, kube := childWorld(t, team)
-	SetExternalID(team, teamID)
+	extclient.SetExternalID(team, teamID)
 	team.Status.AtProvider.ID = teamID
 	if err := kube.Update(t.Context(), team); err != nil {
 		t.Fatal(err)
@@ -213,7 +214,7 @@ func TestAChildWithoutALiveTeamWaits(t *testing.T) {
 			deleting: true,
 			says:     "is being deleted",
 			teams: func(teamID int64) []client.Object {
-				tm := mgTeam("team-a", "platform", "t", FormatID(teamID), "default", time.Hour)
+				tm := mgTeam("team-a", "platform", "t", extclient.FormatID(teamID), "default", time.Hour)
 				tm.Status.AtProvider.ID = teamID
 				tm.Finalizers = []string{"finalizer.managedresource.crossplane.io"}
 				return []client.Object{tm}
@@ -236,7 +237,7 @@ func TestAChildWithoutALiveTeamWaits(t *testing.T) {
 			teamOf := func(*v1alpha1.Team) (int64, bool) { return teamID, true }
 			c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), observedTeamOwners(teamOf))
 			child := mgTeam("team-a", "child", "c", "", "default", 0)
-			SetExternalID(child, 42)
+			extclient.SetExternalID(child, 42)
 			child.Status.AtProvider.ID = 42
 			child.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionDelete})
 			if tc.deleting {
@@ -265,7 +266,7 @@ func TestAChildWithoutALiveTeamWaits(t *testing.T) {
 	teamOf := func(*v1alpha1.Team) (int64, bool) { return teamID, true }
 	c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), observedTeamOwners(teamOf))
 	grab := mgTeam("team-a", "grab", "g", "", "default", 0)
-	SetExternalID(grab, 43)
+	extclient.SetExternalID(grab, 43)
 	now := metav1.Now()
 	grab.DeletionTimestamp = &now
 	if ext, err := c.Connect(t.Context(), grab); err != nil {

@@ -22,6 +22,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 // Cache indexes of the managed resources: ownership and team lookups, and
@@ -45,7 +46,7 @@ func TeamRefKeys(ref *xpv2.Reference, id *int64) []string {
 		out = append(out, "ref:"+ref.Name)
 	}
 	if id != nil {
-		out = append(out, "id:"+FormatID(*id))
+		out = append(out, "id:"+extclient.FormatID(*id))
 	}
 	return out
 }

@@ -23,6 +23,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -103,7 +104,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
 		},
 		Observed:       func(cr *v1alpha1.Integration) int64 { return cr.Status.AtProvider.ID },
-		OwnAnnotations: []string{generic.AnnotationCreateAttempted, generic.AnnotationCreateAttemptedName},
+		OwnAnnotations: []string{extclient.AnnotationCreateAttempted, extclient.AnnotationCreateAttemptedName},
 		// Create lists the team's integrations and adopts one of the same
 		// name before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,
@@ -112,7 +113,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 }
 
 func teamOf(cr *v1alpha1.Integration) (int64, bool) {
-	return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	return extclient.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 }
 
 // New returns an Integration's external client.
@@ -126,7 +127,7 @@ type external struct {
 	// reader reads past the cache, to confirm a Secret the cache misses.
 	reader  client.Reader
 	record  event.Recorder
-	adopter generic.Adopter
+	adopter extclient.Adopter
 	// replace is an integration Observe found of another kind than the
 	// spec's: Create deletes it before it creates the new one.
 	replace *terdut.Integration
@@ -134,7 +135,7 @@ type external struct {
 	now func() time.Time
 	// absence confirms an integration its team's list omits is gone (nil:
 	// at once).
-	absence *generic.Absence
+	absence *extclient.Absence
 	// freshLists makes find read past the shared answers: a Create
 	// after one whose result was lost.
 	freshLists bool
@@ -147,14 +148,14 @@ var _ managed.TypedExternalClient[*v1alpha1.Integration] = (*external)(nil)
 // back as connection details, so the reconciler's publisher finds nothing to
 // change.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalObservation, error) {
-	id, ok, err := generic.ExternalID(cr)
+	id, ok, err := extclient.ExternalID(cr)
 	if err == nil && !ok && meta.WasDeleted(cr) {
 		return e.observeLost(ctx, cr)
 	}
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
-	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	teamID, err := extclient.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -173,10 +174,10 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 		fresh := func(ctx context.Context) ([]terdut.Integration, error) {
 			return e.api.ListIntegrationsFresh(ctx, teamID)
 		}
-		if cur, err = generic.Reread(ctx, e.absence, cr, "integration", id, fresh, byID, errListIntegrations); err != nil {
+		if cur, err = extclient.Reread(ctx, e.absence, cr, "integration", id, fresh, byID, errListIntegrations); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		if cur == nil && meta.WasDeleted(cr) && generic.Recreates(cr) {
+		if cur == nil && meta.WasDeleted(cr) && extclient.Recreates(cr) {
 			// NOTE: the recorded integration is gone; a create made since
 			// (it was deleted outside Kubernetes and made again) may have
 			// lost its answer, and what it made has a working key.
@@ -190,8 +191,8 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 	replaced := cr.Status.AtProvider.ReplacedIDs
 	if len(replaced) > 0 {
 		if list, err := e.api.ListIntegrations(ctx, teamID); err == nil {
-			generic.Predecessors(e.record, cr, "integration", replaced, id, func(p int64) bool {
-				return generic.FindFirst(list, func(in terdut.Integration) bool { return in.ID == p }) != nil
+			extclient.Predecessors(e.record, cr, "integration", replaced, id, func(p int64) bool {
+				return extclient.FindFirst(list, func(in terdut.Integration) bool { return in.ID == p }) != nil
 			})
 		}
 	}
@@ -221,16 +222,16 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Integration) (manag
 	if details == nil && !mayCreate(cr) {
 		// NOTE: an import (policies without Create) never had the key:
 		// the server showed it once, to whoever made it. Nothing is lost.
-		generic.Mark(cr, xpv2.Available().WithMessage(fmt.Sprintf(msgImported, id)))
+		extclient.Mark(cr, xpv2.Available().WithMessage(fmt.Sprintf(msgImported, id)))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
 	}
 	if details == nil {
 		msg := fmt.Sprintf(msgSecretLost, secretName(cr), id)
-		generic.Mark(cr, generic.Unavailable(ReasonWebhookSecretLost, msg))
+		extclient.Mark(cr, extclient.Unavailable(ReasonWebhookSecretLost, msg))
 		e.record.Event(cr, event.Warning(event.Reason(ReasonWebhookSecretLost), errors.New(msg)))
 		return managed.ExternalObservation{}, errors.New(errSecretLost)
 	}
-	generic.Mark(cr, xpv2.Available())
+	extclient.Mark(cr, xpv2.Available())
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff, ConnectionDetails: details}, nil
 }
 
@@ -244,7 +245,7 @@ func (e *external) find(ctx context.Context, teamID int64, match func(terdut.Int
 	if err != nil {
 		return nil, errors.Wrap(err, errListIntegrations)
 	}
-	return generic.FindFirst(list, match), nil
+	return extclient.FindFirst(list, match), nil
 }
 
 // Create adopts the team's integration of the same name if there is one
@@ -257,11 +258,11 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	if cr.GetWriteConnectionSecretToReference() == nil {
 		return managed.ExternalCreation{}, errors.New(errNoSecretRef)
 	}
-	teamID, err := generic.TeamID(p.TeamID, 0)
+	teamID, err := extclient.TeamID(p.TeamID, 0)
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	gone, hadOld, _ := generic.ExternalID(cr)
+	gone, hadOld, _ := extclient.ExternalID(cr)
 	old := e.replace
 	if old != nil {
 		if err := e.api.DeleteIntegration(ctx, teamID, old.ID); err != nil && !terdut.IsNotFound(err) {
@@ -282,16 +283,16 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	if kept != nil {
 		// A lost create's integration whose key the Secret holds: it is
 		// this MR's (Update renames it if the spec changed meanwhile).
-		e.record.Event(cr, event.Normal(generic.ReasonAdopted, fmt.Sprintf("Adopted integration %d, whose url and key Secret %q holds: an earlier create made it and its ID was not recorded", kept.ID, secretName(cr))))
+		e.record.Event(cr, event.Normal(extclient.ReasonAdopted, fmt.Sprintf("Adopted integration %d, whose url and key Secret %q holds: an earlier create made it and its ID was not recorded", kept.ID, secretName(cr))))
 		e.absence.Done(cr)
-		generic.SetExternalID(cr, kept.ID)
+		extclient.SetExternalID(cr, kept.ID)
 		return managed.ExternalCreation{}, nil
 	}
 	deleted, err := e.deleteOrphan(ctx, cr, teamID, s, seen)
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	in, adopted, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.Integration]{
+	in, adopted, err := extclient.AdoptOrCreate(ctx, e.adopter, extclient.Natural[terdut.Integration]{
 		Kind: "integration", Name: p.Name,
 		Lookup: func(ctx context.Context) (*terdut.Integration, error) {
 			// NOTE: an integration one read showed exists, whatever the
@@ -316,7 +317,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 			// NOTE: the attempt is marked on the MR too (a Secret can go
 			// before its MR: a foreground deletion removes it first); if
 			// that fails, no POST is made and the Secret's mark goes.
-			if err := generic.MarkAttempt(ctx, e.kube, cr, p.Name); err != nil {
+			if err := extclient.MarkAttempt(ctx, e.kube, cr, p.Name); err != nil {
 				return nil, errors.Join(err, e.unmark(ctx, cr, marked, prev))
 			}
 			// NOTE: this POST may make the integration: a silence waited
@@ -328,7 +329,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 				// what it held, with no attempt left to look for (a
 				// deletion would take an integration made by hand since
 				// for this create's).
-				return nil, errors.Join(err, e.unmark(ctx, cr, marked, prev), generic.UnmarkAttempt(ctx, e.kube, cr))
+				return nil, errors.Join(err, e.unmark(ctx, cr, marked, prev), extclient.UnmarkAttempt(ctx, e.kube, cr))
 			}
 			return made, err
 		},
@@ -341,7 +342,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	}
 	e.absence.Done(cr)
 	if adopted {
-		generic.SetExternalID(cr, in.ID)
+		extclient.SetExternalID(cr, in.ID)
 		return managed.ExternalCreation{}, nil
 	}
 	if err := e.keep(ctx, cr, teamID, in, s); err != nil {
@@ -349,14 +350,14 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 	}
 	switch {
 	case old != nil:
-		e.record.Event(cr, event.Warning(generic.ReasonKeyRotated, errors.Errorf(msgKeyRotated, old.Kind, in.Kind, old.ID, in.ID, secretName(cr))))
+		e.record.Event(cr, event.Warning(extclient.ReasonKeyRotated, errors.Errorf(msgKeyRotated, old.Kind, in.Kind, old.ID, in.ID, secretName(cr))))
 	case hadOld && gone != in.ID:
 		// NOTE: the CR wins, so the integration is made again; but every
 		// sender holding the old key now fails, and that must be said.
-		e.record.Event(cr, event.Warning(generic.ReasonKeyRotated, errors.Errorf(msgRecreated, gone, in.ID, secretName(cr))))
-		cr.Status.AtProvider.ReplacedIDs = generic.Replaced(cr.Status.AtProvider.ReplacedIDs, gone)
+		e.record.Event(cr, event.Warning(extclient.ReasonKeyRotated, errors.Errorf(msgRecreated, gone, in.ID, secretName(cr))))
+		cr.Status.AtProvider.ReplacedIDs = extclient.Replaced(cr.Status.AtProvider.ReplacedIDs, gone)
 	}
-	generic.SetExternalID(cr, in.ID)
+	extclient.SetExternalID(cr, in.ID)
 	return managed.ExternalCreation{ConnectionDetails: details(in)}, nil
 }
 
@@ -368,7 +369,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Integration) (manage
 // recorded one instead of left on the server with a working key. One of that
 // name another MR holds, or one made before this MR or its create, stays.
 func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalObservation, error) {
-	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, 0)
+	teamID, err := extclient.TeamID(cr.Spec.ForProvider.TeamID, 0)
 	if err != nil {
 		return managed.ExternalObservation{}, nil //nolint:nilerr // No team was resolved, so no create reached the server.
 	}
@@ -388,11 +389,11 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 		// did; one another object controls (a copied secret name) shows
 		// nothing of this MR's.
 		held = s.Annotations[AnnotationIntegrationID]
-		if m, err := time.Parse(time.RFC3339, s.Annotations[AnnotationCreating]); err == nil && generic.LostAfter(cr, m) {
+		if m, err := time.Parse(time.RFC3339, s.Annotations[AnnotationCreating]); err == nil && extclient.LostAfter(cr, m) {
 			marked, lost = m, true
 		}
 	}
-	if m := generic.AttemptedAt(cr); !lost && generic.LostAfter(cr, m) {
+	if m := extclient.AttemptedAt(cr); !lost && extclient.LostAfter(cr, m) {
 		// The Secret is gone (or was rewritten), but the MR's own mark
 		// says a create's result was never recorded.
 		marked, lost = m, true
@@ -400,7 +401,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 	if !lost && (held == "" || held == meta.GetExternalName(cr)) {
 		return managed.ExternalObservation{}, nil
 	}
-	n := generic.Natural[terdut.Integration]{
+	n := extclient.Natural[terdut.Integration]{
 		Kind: "integration", Name: name,
 		ID:        func(in *terdut.Integration) int64 { return in.ID },
 		CreatedAt: func(in *terdut.Integration) time.Time { return in.CreatedAt },
@@ -412,7 +413,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 			return in.Name == name
 		}
 		// The Secret holds a key whose integration the MR never recorded.
-		return generic.FormatID(in.ID) == held
+		return extclient.FormatID(in.ID) == held
 	}
 	list, err := e.api.ListIntegrationsFresh(ctx, teamID)
 	if terdut.IsNotFound(err) {
@@ -421,7 +422,7 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Integration) (m
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errListIntegrations)
 	}
-	return generic.ObserveLost(ctx, e.adopter, e.absence, e.kube, cr, n, list, match, marked)
+	return extclient.ObserveLost(ctx, e.adopter, e.absence, e.kube, cr, n, list, match, marked)
 }
 
 // confirmInterrupted: when the Secret shows an earlier create of this MR
@@ -448,7 +449,7 @@ func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integrat
 	e.freshLists = true
 	match := byName(cr.Spec.ForProvider.Name)
 	if held != "" {
-		match = func(in terdut.Integration) bool { return generic.FormatID(in.ID) == held }
+		match = func(in terdut.Integration) bool { return extclient.FormatID(in.ID) == held }
 	} else if n := s.Annotations[AnnotationCreatingName]; n != "" {
 		match = func(in terdut.Integration) bool { return in.Name == n || in.Name == cr.Spec.ForProvider.Name }
 	}
@@ -462,7 +463,7 @@ func (e *external) confirmInterrupted(ctx context.Context, cr *v1alpha1.Integrat
 		}
 		return nil, nil, nil
 	}
-	if held == generic.FormatID(cur.ID) {
+	if held == extclient.FormatID(cur.ID) {
 		return cur, nil, nil
 	}
 	return nil, cur, nil
@@ -480,11 +481,11 @@ func mayCreate(cr *v1alpha1.Integration) bool {
 // Update renames in place; the URL and key stay. (A kind change is a
 // replacement, done by Create.)
 func (e *external) Update(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalUpdate, error) {
-	id, _, err := generic.ExternalID(cr)
+	id, _, err := extclient.ExternalID(cr)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	teamID, err := extclient.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
@@ -494,11 +495,11 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.Integration) (manage
 // Delete deletes the integration; one already gone is not an error. The
 // connection Secret is garbage collected with the MR.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.Integration) (managed.ExternalDelete, error) {
-	id, ok, err := generic.ExternalID(cr)
+	id, ok, err := extclient.ExternalID(cr)
 	if err != nil || !ok {
 		return managed.ExternalDelete{}, err
 	}
-	teamID, err := generic.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	teamID, err := extclient.TeamID(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}

@@ -27,7 +27,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -49,7 +49,9 @@ func integ(teamID int64, o ...option) *v1alpha1.Integration {
 	return cr
 }
 
-func withID(id int64) option { return func(cr *v1alpha1.Integration) { generic.SetExternalID(cr, id) } }
+func withID(id int64) option {
+	return func(cr *v1alpha1.Integration) { extclient.SetExternalID(cr, id) }
+}
 
 func withKind(k string) option {
 	return func(cr *v1alpha1.Integration) { cr.Spec.ForProvider.Kind = k }
@@ -123,7 +125,7 @@ func existing(t *testing.T, f *controllertest.Fixture, teamID int64) existingInt
 		t.Fatal(err)
 	}
 	s := resource.LocalConnectionSecretFor(integ(teamID), v1alpha1.IntegrationGroupVersionKind)
-	s.Annotations = map[string]string{AnnotationIntegrationID: generic.FormatID(in.ID)}
+	s.Annotations = map[string]string{AnnotationIntegrationID: extclient.FormatID(in.ID)}
 	s.Data = details(in)
 	return existingIntegration{id: in.ID, secret: s}
 }
@@ -235,7 +237,7 @@ func TestObserve(t *testing.T) {
 			cr, objs, wantDetails := tc.setup(t, f, teamID)
 			f.Server.ResetCounters()
 			rec := &controllertest.Recorder{}
-			e := &external{api: f.Client, kube: kube(t, objs...), record: rec, adopter: generic.Adopter{Record: rec}}
+			e := &external{api: f.Client, kube: kube(t, objs...), record: rec, adopter: extclient.Adopter{Record: rec}}
 
 			got, err := e.Observe(t.Context(), cr)
 			if (err != nil) != tc.want.err {
@@ -330,7 +332,7 @@ func TestCreate(t *testing.T) {
 			f.Server.ResetCounters()
 			rec := &controllertest.Recorder{}
 			cr := integ(teamID)
-			e := &external{api: f.Client, kube: kube(t, append(objs, cr.DeepCopy())...), record: rec, adopter: generic.Adopter{Record: rec}}
+			e := &external{api: f.Client, kube: kube(t, append(objs, cr.DeepCopy())...), record: rec, adopter: extclient.Adopter{Record: rec}}
 			_, err := e.Create(t.Context(), cr)
 			if (err != nil) != tc.want.err {
 				t.Fatalf("\n%s\nCreate(...): %v, want error %v", tc.reason, err, tc.want.err)
@@ -357,7 +359,7 @@ func TestRenameKeepsKey(t *testing.T) {
 	s := existing(t, f, teamID)
 	k := kube(t, s.secret)
 	cr := integ(teamID, withID(s.id), withName("prod-am-2"))
-	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 	if _, err := e.Observe(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +385,7 @@ func TestKindChangeRotatesKeyLoudly(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: extclient.Adopter{Record: rec}}
 	if _, err := e.Observe(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +396,7 @@ func TestKindChangeRotatesKeyLoudly(t *testing.T) {
 	if len(st.Integrations) != 1 || st.Integrations[0].ID == s.id || st.Integrations[0].Kind != "grafana" {
 		t.Fatalf("integrations after a kind change = %+v, want one new grafana integration", st.Integrations)
 	}
-	newID := generic.FormatID(st.Integrations[0].ID)
+	newID := extclient.FormatID(st.Integrations[0].ID)
 	sec := getSecret(t, k)
 	if sec.Annotations[AnnotationIntegrationID] != newID || bytes.Equal(sec.Data[SecretKeyKey], s.secret.Data[SecretKeyKey]) {
 		t.Errorf("Secret after a kind change: annotation %q, key changed %v; want the new integration's new key", sec.Annotations[AnnotationIntegrationID], !bytes.Equal(sec.Data[SecretKeyKey], s.secret.Data[SecretKeyKey]))
@@ -402,8 +404,8 @@ func TestKindChangeRotatesKeyLoudly(t *testing.T) {
 	if meta.GetExternalName(cr) != newID {
 		t.Errorf("external-name %q after Create (the runtime persists it), want %s", meta.GetExternalName(cr), newID)
 	}
-	if len(rec.Events) != 1 || rec.Events[0].Type != "Warning" || rec.Events[0].Reason != generic.ReasonKeyRotated {
-		t.Errorf("events = %+v, want one Warning %s", rec.Events, generic.ReasonKeyRotated)
+	if len(rec.Events) != 1 || rec.Events[0].Type != "Warning" || rec.Events[0].Reason != extclient.ReasonKeyRotated {
+		t.Errorf("events = %+v, want one Warning %s", rec.Events, extclient.ReasonKeyRotated)
 	}
 }
 
@@ -426,7 +428,7 @@ func TestDelete(t *testing.T) {
 			if tc.fault != nil {
 				f.Server.AddFault(*tc.fault)
 			}
-			e := &external{api: f.Client, kube: kube(t), record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+			e := &external{api: f.Client, kube: kube(t), record: &controllertest.Recorder{}, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 			_, err := e.Delete(t.Context(), integ(teamID, withID(s.id)))
 			if (err != nil) != tc.err {
 				t.Errorf("\n%s\nDelete(...): %v, want error %v", tc.reason, err, tc.err)
@@ -462,7 +464,7 @@ func TestCreateReadsTheSecretOnce(t *testing.T) {
 	cr := integ(teamID)
 	k := kube(t, cr.DeepCopy())
 	reads := &secretReads{Reader: k}
-	e := &external{api: f.Client, kube: k, reader: reads, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	e := &external{api: f.Client, kube: k, reader: reads, record: &controllertest.Recorder{}, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 	if _, err := e.Create(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}

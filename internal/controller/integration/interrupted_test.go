@@ -14,7 +14,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -31,7 +31,7 @@ func TestImportIsNotLost(t *testing.T) {
 	cr := integ(teamID, withID(in.ID))
 	cr.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve})
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: kube(t), record: rec, adopter: generic.Adopter{Record: rec}}
+	e := &external{api: f.Client, kube: kube(t), record: rec, adopter: extclient.Adopter{Record: rec}}
 	for range 3 {
 		o, err := e.Observe(t.Context(), cr)
 		if err != nil || !o.ResourceExists {
@@ -55,7 +55,7 @@ func TestOrphanCleanupIsTimeBound(t *testing.T) {
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	rec := &controllertest.Recorder{}
 	cr := integ(teamID)
-	e := &external{api: f.Client, kube: kube(t, cr.DeepCopy()), record: rec, adopter: generic.Adopter{Record: rec}, now: func() time.Time { return now }}
+	e := &external{api: f.Client, kube: kube(t, cr.DeepCopy()), record: rec, adopter: extclient.Adopter{Record: rec}, now: func() time.Time { return now }}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
 	if _, err := e.Create(t.Context(), cr); err == nil {
 		t.Fatal("Create with a lost POST answer: want an error")
@@ -69,7 +69,7 @@ func TestOrphanCleanupIsTimeBound(t *testing.T) {
 	if st := f.Server.Snapshot(); len(st.Integrations) != 1 || st.Integrations[0].ID != handMade {
 		t.Errorf("integrations %+v: want %d kept", st.Integrations, handMade)
 	}
-	if meta.GetExternalName(cr) != generic.FormatID(handMade) {
+	if meta.GetExternalName(cr) != extclient.FormatID(handMade) {
 		t.Errorf("external name %q, want the integration adopted (%d), its missing key reported", meta.GetExternalName(cr), handMade)
 	}
 }
@@ -86,10 +86,10 @@ func TestALyingListMakesNoNewKey(t *testing.T) {
 	cr := integ(teamID, withID(s.id))
 	k := kube(t, s.secret, cr.DeepCopy())
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: extclient.Adopter{Record: rec}, absence: absence, now: func() time.Time { return now }}
 	reconcile := func() error {
 		e.replace = nil
 		o, err := e.Observe(t.Context(), cr)
@@ -108,10 +108,10 @@ func TestALyingListMakesNoNewKey(t *testing.T) {
 		}
 	}
 	st := f.Server.Snapshot()
-	if len(st.Integrations) != 1 || meta.GetExternalName(cr) != generic.FormatID(s.id) {
+	if len(st.Integrations) != 1 || meta.GetExternalName(cr) != extclient.FormatID(s.id) {
 		t.Errorf("after three lying lists: %d integrations, external name %q; want the one, %d", len(st.Integrations), meta.GetExternalName(cr), s.id)
 	}
-	if slices.Contains(rec.Reasons(), string(generic.ReasonKeyRotated)) {
+	if slices.Contains(rec.Reasons(), string(extclient.ReasonKeyRotated)) {
 		t.Error("a KeyRotated Warning for an integration that was never gone")
 	}
 	if confirming != 3 || absence.Pending() != 0 {
@@ -129,13 +129,13 @@ func TestALyingListMakesNoNewKey(t *testing.T) {
 	// whole wait: then it is gone.
 	var err error
 	for range 3 {
-		now = now.Add(generic.DefaultAbsenceConfirmation / 3)
+		now = now.Add(extclient.DefaultAbsenceConfirmation / 3)
 		err = reconcile()
 	}
 	if err != nil {
 		t.Fatalf("after the wait: %v", err)
 	}
-	if id, _, _ := generic.ExternalID(cr); id == s.id || !slices.Contains(rec.Reasons(), string(generic.ReasonKeyRotated)) {
+	if id, _, _ := extclient.ExternalID(cr); id == s.id || !slices.Contains(rec.Reasons(), string(extclient.ReasonKeyRotated)) {
 		t.Errorf("external name %d, events %v: want a new integration and a KeyRotated Warning", id, rec.Reasons())
 	}
 }
@@ -199,11 +199,11 @@ func interruptedCreateUnderShortLists(t *testing.T, f *controllertest.Fixture, t
 	k := kube(t, cr.DeepCopy())
 	// NOTE: the clock stands still: an absence is never confirmed, so
 	// only a read that shows the integration lets a Create go on.
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = controllertest.Now
 	rec := &controllertest.Recorder{}
 	ext := func() *external {
-		return &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, absence: absence, now: controllertest.Now}
+		return &external{api: f.Client, kube: k, record: rec, adopter: extclient.Adopter{Record: rec}, absence: absence, now: controllertest.Now}
 	}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
 	if _, err := ext().Create(t.Context(), cr); err == nil {
@@ -227,7 +227,7 @@ func interruptedCreateUnderShortLists(t *testing.T, f *controllertest.Fixture, t
 		}
 	}
 	got := named()
-	if !done || len(got) != 1 || meta.GetExternalName(cr) != generic.FormatID(got[0].ID) {
+	if !done || len(got) != 1 || meta.GetExternalName(cr) != extclient.FormatID(got[0].ID) {
 		t.Fatalf("team %d: done %v, integrations %d, external name %q: want one, recorded", teamID, done, len(got), meta.GetExternalName(cr))
 	}
 	if v := f.Server.Verify(string(getSecret(t, k).Data[SecretKeyKey])); !v.Valid || v.ID != got[0].ID {

@@ -10,7 +10,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 // An Integration that never created anything (no external name, no
@@ -62,12 +62,12 @@ func TestForgedCreateMarksDeleteNoIntegrationOfAnotherName(t *testing.T) {
 // onClock is an Integration's external whose clock and absence read *now,
 // which the test moves; since is when the provider started (zero: whenever).
 func onClock(f *controllertest.Fixture, k client.Client, now *time.Time, since time.Time) *external {
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return *now }
 	rec := &controllertest.Recorder{}
 	return &external{
 		api: f.Client, kube: k, record: rec, absence: absence, now: func() time.Time { return *now },
-		adopter: generic.Adopter{Record: rec, Since: since},
+		adopter: extclient.Adopter{Record: rec, Since: since},
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -63,7 +63,7 @@ func lostRecreate(t *testing.T, created bool) {
 		}
 		now = now.Add(20 * time.Second)
 	}
-	if n := len(f.Server.Snapshot().Integrations); n != 1 || meta.GetExternalName(cr) != generic.FormatID(s.id) {
+	if n := len(f.Server.Snapshot().Integrations); n != 1 || meta.GetExternalName(cr) != extclient.FormatID(s.id) {
 		t.Fatalf("setup: %d integrations, external name %q; want the re-create committed and the old ID still recorded", n, meta.GetExternalName(cr))
 	}
 	cr.SetDeletionTimestamp(&metav1.Time{Time: now})
@@ -160,7 +160,7 @@ func TestARefusedCreateLeavesNoMarkToLookFor(t *testing.T) {
 	}
 	now := controllertest.Now()
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec, Since: now.Add(-2 * time.Hour)}, absence: generic.NewAbsence(0), now: func() time.Time { return now }}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: extclient.Adopter{Record: rec, Since: now.Add(-2 * time.Hour)}, absence: extclient.NewAbsence(0), now: func() time.Time { return now }}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusUnprocessableEntity, Times: 1})
 	get := fromStore(t, k, stored)
 	cr := get()
@@ -241,7 +241,7 @@ func TestACreateFailedBeforeItsPOSTLeavesNoMarkOnTheMR(t *testing.T) {
 	if n := f.Server.Count("POST /api/teams/{id}/integrations"); n != 0 {
 		t.Fatalf("setup: %d POSTs", n)
 	}
-	if generic.Interrupted(get()) {
+	if extclient.Interrupted(get()) {
 		t.Error("a Create that failed before its POST left its attempt marked on the MR")
 	}
 	hand, err := f.Client.CreateIntegration(t.Context(), teamID, "alertmanager", "staging-am") // by hand

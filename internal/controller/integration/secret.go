@@ -20,6 +20,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -60,7 +61,7 @@ func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, t
 			return false, err
 		}
 	}
-	if orphan == nil || s.Annotations[AnnotationIntegrationID] == generic.FormatID(orphan.ID) {
+	if orphan == nil || s.Annotations[AnnotationIntegrationID] == extclient.FormatID(orphan.ID) {
 		return false, nil
 	}
 	if !orphan.CreatedAt.IsZero() && orphan.CreatedAt.Before(marked.Add(-orphanClockAllowance)) {
@@ -85,12 +86,12 @@ func (e *external) deleteOrphan(ctx context.Context, cr *v1alpha1.Integration, t
 // (WebhookSecretLost) rather than the integration leaked. cur is the
 // Secret as Create last wrote it.
 func (e *external) keep(ctx context.Context, cr *v1alpha1.Integration, teamID int64, in *terdut.Integration, cur *corev1.Secret) error {
-	_, err := e.writeSecretOver(ctx, cr, cur, map[string]string{AnnotationIntegrationID: generic.FormatID(in.ID)}, details(in))
+	_, err := e.writeSecretOver(ctx, cr, cur, map[string]string{AnnotationIntegrationID: extclient.FormatID(in.ID)}, details(in))
 	if err == nil {
 		return nil
 	}
 	if derr := e.api.DeleteIntegration(ctx, teamID, in.ID); derr != nil && !terdut.IsNotFound(derr) {
-		generic.SetExternalID(cr, in.ID)
+		extclient.SetExternalID(cr, in.ID)
 		return errors.Wrapf(err, errWriteSecretKept, secretName(cr), in.ID)
 	}
 	return errors.Wrapf(err, errWriteSecret, secretName(cr), in.ID)
@@ -176,7 +177,7 @@ func (e *external) secretDetails(ctx context.Context, r client.Reader, cr *v1alp
 	if err != nil || s == nil {
 		return nil, err
 	}
-	if s.Annotations[AnnotationIntegrationID] != generic.FormatID(id) || len(s.Data[SecretKeyURL]) == 0 || len(s.Data[SecretKeyKey]) == 0 {
+	if s.Annotations[AnnotationIntegrationID] != extclient.FormatID(id) || len(s.Data[SecretKeyURL]) == 0 || len(s.Data[SecretKeyKey]) == 0 {
 		return nil, nil
 	}
 	return managed.ConnectionDetails{SecretKeyURL: s.Data[SecretKeyURL], SecretKeyKey: s.Data[SecretKeyKey]}, nil

@@ -21,6 +21,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -30,11 +31,11 @@ func TestWebhookSecretLostMessageIsActionable(t *testing.T) {
 	teamID := f.Team(t, "Platform")
 	cr := integ(teamID, withID(existing(t, f, teamID).id))
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: kube(t), record: rec, adopter: generic.Adopter{Record: rec}}
+	e := &external{api: f.Client, kube: kube(t), record: rec, adopter: extclient.Adopter{Record: rec}}
 	_, _ = e.Observe(t.Context(), cr)
 
 	c := cr.GetCondition(xpv2.TypeReady)
-	want := "Secret \"prod-alertmanager-terdut-webhook\" no longer holds the webhook url and key of integration " + generic.FormatID(controllertest.FirstID+1) + ", and terdut-server never shows them again. No new key was minted, so nothing that sends to this integration broke. To get a new URL and key, delete and recreate this Integration."
+	want := "Secret \"prod-alertmanager-terdut-webhook\" no longer holds the webhook url and key of integration " + extclient.FormatID(controllertest.FirstID+1) + ", and terdut-server never shows them again. No new key was minted, so nothing that sends to this integration broke. To get a new URL and key, delete and recreate this Integration."
 	if c.Status != corev1.ConditionFalse || c.Message != want {
 		t.Errorf("Ready = %s %q, want False %q", c.Status, c.Message, want)
 	}
@@ -48,14 +49,14 @@ func TestCreateWritesSecretBeforeReturning(t *testing.T) {
 	teamID := f.Team(t, "Platform")
 	cr := integ(teamID)
 	k := kube(t, cr.DeepCopy())
-	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 
 	c, err := e.Create(t.Context(), cr)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	st := f.Server.Snapshot()
-	if len(st.Integrations) != 1 || meta.GetExternalName(cr) != generic.FormatID(st.Integrations[0].ID) {
+	if len(st.Integrations) != 1 || meta.GetExternalName(cr) != extclient.FormatID(st.Integrations[0].ID) {
 		t.Fatalf("server integrations %+v, external-name %q: want one, recorded", st.Integrations, meta.GetExternalName(cr))
 	}
 	s := getSecret(t, k)
@@ -95,7 +96,7 @@ func TestObserveRightAfterCreateWhileCacheLags(t *testing.T) {
 		},
 	})
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: cache, reader: store, record: rec, adopter: generic.Adopter{Record: rec}}
+	e := &external{api: f.Client, kube: cache, reader: store, record: rec, adopter: extclient.Adopter{Record: rec}}
 	if _, err := e.Create(t.Context(), cr); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -119,7 +120,7 @@ func TestCreateWithALongName(t *testing.T) {
 	cr := integ(teamID)
 	cr.Name = strings.Repeat("prod-alertmanager-", 5) + "eu-west-1"
 	k := kube(t, cr.DeepCopy())
-	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	e := &external{api: f.Client, kube: k, record: &controllertest.Recorder{}, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 	for i := range 3 {
 		e.replace = nil
 		o, err := e.Observe(t.Context(), cr)
@@ -150,7 +151,7 @@ func TestCreateResumesAfterPostWithoutSecret(t *testing.T) {
 	cr := integ(teamID)
 	k := kube(t, cr.DeepCopy())
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}, now: controllertest.Now}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: extclient.Adopter{Record: rec}, now: controllertest.Now}
 	f.Server.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/teams/{id}/integrations", Status: http.StatusBadGateway, Commit: true, Times: 1})
 	if _, err := e.Create(t.Context(), cr); err == nil {
 		t.Fatal("Create with a lost POST answer: want an error")
@@ -159,7 +160,7 @@ func TestCreateResumesAfterPostWithoutSecret(t *testing.T) {
 		t.Fatalf("the resumed Create: %v", err)
 	}
 	st := f.Server.Snapshot()
-	if len(st.Integrations) != 1 || meta.GetExternalName(cr) != generic.FormatID(st.Integrations[0].ID) {
+	if len(st.Integrations) != 1 || meta.GetExternalName(cr) != extclient.FormatID(st.Integrations[0].ID) {
 		t.Fatalf("integrations %+v, external-name %q: want one, recorded", st.Integrations, meta.GetExternalName(cr))
 	}
 	e.replace = nil
@@ -185,7 +186,7 @@ func TestRecreatedAfterGoneSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: k, record: rec, adopter: generic.Adopter{Record: rec}}
+	e := &external{api: f.Client, kube: k, record: rec, adopter: extclient.Adopter{Record: rec}}
 	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
 		t.Fatalf("Observe of a deleted integration = %+v, %v; want gone", o, err)
 	}
@@ -193,11 +194,11 @@ func TestRecreatedAfterGoneSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	newID := meta.GetExternalName(cr)
-	if len(rec.Events) != 1 || rec.Events[0].Type != event.TypeWarning || rec.Events[0].Reason != generic.ReasonKeyRotated {
-		t.Fatalf("events %+v, want one Warning %s", rec.Events, generic.ReasonKeyRotated)
+	if len(rec.Events) != 1 || rec.Events[0].Type != event.TypeWarning || rec.Events[0].Reason != extclient.ReasonKeyRotated {
+		t.Fatalf("events %+v, want one Warning %s", rec.Events, extclient.ReasonKeyRotated)
 	}
 	msg := rec.Events[0].Message
-	for _, want := range []string{generic.FormatID(s.id), newID, secret} {
+	for _, want := range []string{extclient.FormatID(s.id), newID, secret} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("KeyRotated message %q does not name %q", msg, want)
 		}
@@ -217,7 +218,7 @@ func TestASecretOutsideTheCacheIsNotAbsent(t *testing.T) {
 	cr := integ(teamID)
 	api := kube(t, cr.DeepCopy())
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, kube: api, record: rec, adopter: generic.Adopter{Record: rec}}
+	e := &external{api: f.Client, kube: api, record: rec, adopter: extclient.Adopter{Record: rec}}
 	if _, err := e.Create(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestASecretOutsideTheCacheIsNotAbsent(t *testing.T) {
 	}
 	keys := len(f.Server.Issued())
 
-	e = &external{api: f.Client, kube: generic.SecretsPastTheCache(controllertest.CachedSecrets(api.(client.WithWatch), generic.LabelManagedBy, generic.ManagedBy), api), reader: api, record: rec, adopter: generic.Adopter{Record: rec}}
+	e = &external{api: f.Client, kube: generic.SecretsPastTheCache(controllertest.CachedSecrets(api.(client.WithWatch), generic.LabelManagedBy, generic.ManagedBy), api), reader: api, record: rec, adopter: extclient.Adopter{Record: rec}}
 	o, err := e.Observe(t.Context(), cr)
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/deadmanswitch"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/integration"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
@@ -219,7 +220,7 @@ type world struct {
 	// mrs are the MRs not gone yet; all are every MR ever made, by index.
 	mrs, all []*mr
 	// absence is each kind's, as Setup makes them.
-	absence map[string]*generic.Absence
+	absence map[string]*extclient.Absence
 	// said is every error, condition message and event the walk saw.
 	said []string
 	// counts of what happened, for the summary.
@@ -289,7 +290,7 @@ func newWorld(ctx context.Context) (*world, func(), error) {
 	w := &world{
 		double: d, admin: admin, api: api, kube: fake.NewClientBuilder().WithScheme(s).Build(),
 		rec: &recorder{}, clock: c, teamID: tm.ID,
-		absence: map[string]*generic.Absence{"switch": generic.NewAbsence(generic.DefaultAbsenceConfirmation), "integration": generic.NewAbsence(generic.DefaultAbsenceConfirmation)},
+		absence: map[string]*extclient.Absence{"switch": extclient.NewAbsence(extclient.DefaultAbsenceConfirmation), "integration": extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)},
 	}
 	for _, a := range w.absence {
 		a.Clock = c.Now
@@ -383,7 +384,7 @@ func (w *world) reload(ctx context.Context, m *mr) {
 	m.restore(o)
 	// A restart forgets what was only in memory.
 	for k := range w.absence {
-		w.absence[k] = generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+		w.absence[k] = extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 		w.absence[k].Clock = w.clock.Now
 	}
 }
@@ -485,7 +486,7 @@ func (w *world) do(ctx context.Context, s step) {
 }
 
 // lieFor bounds, in the walk's time, how long a list lies: less than
-// generic.DefaultAbsenceConfirmation.
+// extclient.DefaultAbsenceConfirmation.
 const lieFor = terdutdouble.Duration(30 * time.Second)
 
 // quirksFor is a server that answers 200 and still misleads: lists in
@@ -533,7 +534,7 @@ func faultFor(arg int) terdutdouble.Fault {
 
 // externalDelete is someone deleting an MR's object on the server.
 func (w *world) externalDelete(ctx context.Context, m *mr) {
-	id, ok, _ := generic.ExternalID(m.obj())
+	id, ok, _ := extclient.ExternalID(m.obj())
 	if !ok {
 		return
 	}
@@ -549,7 +550,7 @@ func (w *world) externalDelete(ctx context.Context, m *mr) {
 func (w *world) deps(m *mr) generic.Deps {
 	return generic.Deps{
 		Client: w.api, Kube: w.kube, Reader: w.kube, Record: w.rec,
-		Adopter: generic.Adopter{Record: w.rec, Object: m.obj(), Since: m.obj().GetCreationTimestamp().Time},
+		Adopter: extclient.Adopter{Record: w.rec, Object: m.obj(), Since: m.obj().GetCreationTimestamp().Time},
 		Absence: w.absence[m.kind()],
 	}
 }
@@ -677,7 +678,7 @@ func (w *world) snapshot(ctx context.Context) state {
 		s.objects[in.ID] = object{kind: "integration", name: in.Name, integrationKind: in.Kind}
 	}
 	for _, m := range w.mrs {
-		if id, ok, _ := generic.ExternalID(m.obj()); ok && !m.gone {
+		if id, ok, _ := extclient.ExternalID(m.obj()); ok && !m.gone {
 			s.held[id] = m
 		}
 		if m.in != nil && !m.gone {
@@ -776,7 +777,7 @@ func (w *world) converge(ctx context.Context) error {
 	// NOTE: retried within --max-backoff, as the runtime does: reads a
 	// third of the confirmation wait apart.
 	for range 16 {
-		w.clock.add(generic.DefaultAbsenceConfirmation / 3)
+		w.clock.add(extclient.DefaultAbsenceConfirmation / 3)
 		before := w.snapshot(ctx)
 		for _, m := range w.mrs {
 			if !m.gone {
@@ -789,7 +790,7 @@ func (w *world) converge(ctx context.Context) error {
 	}
 	st := w.snapshot(ctx)
 	for _, m := range w.mrs {
-		id, ok, _ := generic.ExternalID(m.obj())
+		id, ok, _ := extclient.ExternalID(m.obj())
 		o, exists := st.objects[id]
 		switch {
 		case m.gone:

@@ -14,6 +14,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -162,7 +163,7 @@ func TestAdoptsOnlyAnAccountOfItsScopeAndTeam(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s: a tenant's team account adopted %s account %d", target.Name, target.Scope, target.ID)
 		}
-		if c := cr.GetCondition(xpv2.TypeReady); c.Reason != generic.ReasonResourceNotOwned {
+		if c := cr.GetCondition(xpv2.TypeReady); c.Reason != extclient.ReasonResourceNotOwned {
 			t.Errorf("%s: Ready = %s %q, want ResourceNotOwned", target.Name, c.Reason, c.Message)
 		}
 		if n := keysOn(f.double, target.ID); n != 0 {
@@ -182,7 +183,7 @@ func TestAdoptsOnlyAnAccountOfItsScopeAndTeam(t *testing.T) {
 	if err := f.reconcile(t, cr); err != nil {
 		t.Fatalf("adopting an account of the tenant's own team: %v", err)
 	}
-	if meta.GetExternalName(cr) != generic.FormatID(mine.ID) || keysOn(f.double, mine.ID) != 1 {
+	if meta.GetExternalName(cr) != extclient.FormatID(mine.ID) || keysOn(f.double, mine.ID) != 1 {
 		t.Errorf("own team's account: external name %q, %d keys; want %d, 1", meta.GetExternalName(cr), keysOn(f.double, mine.ID), mine.ID)
 	}
 }
@@ -196,13 +197,13 @@ func TestObserveRefusesAnAccountOfAnotherScope(t *testing.T) {
 	own, _ := pc.CreateTeam(t.Context(), "B")
 	bot, _ := pc.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: "ci-bot", Scope: terdut.ScopeInstance})
 	cr := tenantAccount("ci-bot", own.ID)
-	generic.SetExternalID(cr, bot.ID)
+	extclient.SetExternalID(cr, bot.ID)
 	for range 2 {
 		if err := f.reconcile(t, cr); err == nil {
 			t.Error("a reconcile of a hand-set external name of an instance account succeeded")
 		}
 	}
-	if c := cr.GetCondition(xpv2.TypeReady); c.Reason != generic.ReasonResourceNotOwned || c.Status != corev1.ConditionFalse {
+	if c := cr.GetCondition(xpv2.TypeReady); c.Reason != extclient.ReasonResourceNotOwned || c.Status != corev1.ConditionFalse {
 		t.Errorf("Ready = %s %s, want False ResourceNotOwned", c.Status, c.Reason)
 	}
 	if n := keysOn(f.double, bot.ID); n != 0 {

@@ -17,6 +17,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -86,7 +87,7 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 	if taken {
 		msg := fmt.Sprintf(errCheckpointTaken, checkpointName(cr))
 		e.record.Event(cr, event.Warning(event.Reason(ReasonCheckpointNameTaken), errors.New(msg)))
-		return nil, generic.Refuse(cr, ReasonCheckpointNameTaken, msg)
+		return nil, extclient.Refuse(cr, ReasonCheckpointNameTaken, msg)
 	}
 	if err := e.pc.Healthz(ctx); err != nil {
 		return nil, errors.Wrap(err, errHealthz)
@@ -96,7 +97,7 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 	if terdut.IsForbidden(err) {
 		msg := fmt.Sprintf(errStateLost, checkpointName(cr))
 		e.record.Event(cr, event.Warning(event.Reason(ReasonBootstrapStateLost), errors.New(msg)))
-		return nil, generic.Refuse(cr, ReasonBootstrapStateLost, msg)
+		return nil, extclient.Refuse(cr, ReasonBootstrapStateLost, msg)
 	}
 	if err != nil {
 		return nil, errors.Wrap(err, errBootstrap)
@@ -113,8 +114,8 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 		SecretKeyToken: []byte(rsp.APIKey.Key.Reveal()),
 		// Which key it is, so that it can be revoked once the account's
 		// own key is written.
-		checkpointUserID: []byte(generic.FormatID(rsp.User.ID)),
-		checkpointKeyID:  []byte(generic.FormatID(rsp.APIKey.ID)),
+		checkpointUserID: []byte(extclient.FormatID(rsp.User.ID)),
+		checkpointKeyID:  []byte(extclient.FormatID(rsp.APIKey.ID)),
 	}}
 	for i := 0; ; i++ {
 		err = e.kube.Create(ctx, cp.DeepCopy())
@@ -210,7 +211,7 @@ func (e *external) checkpointHolds(ctx context.Context, cr *v1alpha1.ServiceAcco
 	if err != nil {
 		return err
 	}
-	if cur != nil && string(cur.Data[checkpointKeyID]) == generic.FormatID(rsp.APIKey.ID) {
+	if cur != nil && string(cur.Data[checkpointKeyID]) == extclient.FormatID(rsp.APIKey.ID) {
 		return nil
 	}
 	admin, err := e.withKey(purpose(cr, "checkpoint"), rsp.APIKey.Key)

@@ -10,6 +10,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -93,7 +94,7 @@ func TestInstanceScopeOnlyAtHome(t *testing.T) {
 	gate := instanceScopeAtHome(ns)
 	tenant := sa()
 	tenant.Namespace = "team-a"
-	if err := gate(t.Context(), tenant, generic.Config{}); err == nil || !generic.IsUntouchable(err) {
+	if err := gate(t.Context(), tenant, generic.Config{}); err == nil || !extclient.IsUntouchable(err) {
 		t.Errorf("instance scope in team-a: %v, want refused and untouchable", err)
 	}
 	if r := tenant.GetCondition(xpv2.TypeReady).Reason; r != ReasonInstanceScopeNotPermitted {
@@ -122,7 +123,7 @@ func TestDeletingNeverRemovesAnAccountOfAnotherScope(t *testing.T) {
 	theirs, _ := pc.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: "c-bot", Scope: terdut.ScopeTeam, TeamID: &other.ID})
 	for _, victim := range []*terdut.ServiceAccount{ops, theirs} {
 		cr := tenantAccount(victim.Name, own.ID)
-		generic.SetExternalID(cr, victim.ID)
+		extclient.SetExternalID(cr, victim.ID)
 		if err := f.delete(t, cr); err != nil {
 			t.Fatalf("deleting the MR naming %q: %v", victim.Name, err)
 		}
@@ -149,7 +150,7 @@ func TestADeletedAccountALookupMissesIsDeletedAllTheSame(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := f.now
-	f.e.absence = generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	f.e.absence = extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	f.e.absence.Clock = func() time.Time { return now }
 	f.double.SetQuirks(terdutdouble.Quirks{ShortLists: true})
 	for i := range 30 {

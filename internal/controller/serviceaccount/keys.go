@@ -21,6 +21,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -153,13 +154,13 @@ func (e *external) mint(ctx context.Context, c api, cr *v1alpha1.ServiceAccount,
 	}
 	s := resource.LocalConnectionSecretFor(cr, v1alpha1.ServiceAccountGroupVersionKind)
 	s.Annotations = map[string]string{
-		AnnotationAccountID: generic.FormatID(sa.ID),
-		AnnotationKeyID:     generic.FormatID(key.ID),
+		AnnotationAccountID: extclient.FormatID(sa.ID),
+		AnnotationKeyID:     extclient.FormatID(key.ID),
 		AnnotationMintedAt:  ks.mintedAt.Format(time.RFC3339),
 		AnnotationRequest:   ks.request,
 	}
 	if ks.revokeID != 0 {
-		s.Annotations[AnnotationRevokeKeyID] = generic.FormatID(ks.revokeID)
+		s.Annotations[AnnotationRevokeKeyID] = extclient.FormatID(ks.revokeID)
 	}
 	s.Data = e.details(key.Key)
 	if err := e.writeSecret(ctx, cr, s); err != nil {
@@ -178,14 +179,14 @@ func (e *external) markMinting(ctx context.Context, cr *v1alpha1.ServiceAccount,
 	now := e.now().UTC().Format(time.RFC3339)
 	if cur == nil {
 		s := resource.LocalConnectionSecretFor(cr, v1alpha1.ServiceAccountGroupVersionKind)
-		s.Annotations = map[string]string{AnnotationMinting: now, AnnotationMintingAccount: generic.FormatID(account)}
+		s.Annotations = map[string]string{AnnotationMinting: now, AnnotationMintingAccount: extclient.FormatID(account)}
 		return e.writeSecret(ctx, cr, s)
 	}
 	if cur.Annotations == nil {
 		cur.Annotations = map[string]string{}
 	}
 	cur.Annotations[AnnotationMinting] = now
-	cur.Annotations[AnnotationMintingAccount] = generic.FormatID(account)
+	cur.Annotations[AnnotationMintingAccount] = extclient.FormatID(account)
 	return e.writeSecret(ctx, cr, cur)
 }
 
@@ -208,7 +209,7 @@ func (e *external) revokeStray(ctx context.Context, c api, cr *v1alpha1.ServiceA
 	if err != nil {
 		return errors.Wrapf(err, errListKeys, sa.ID)
 	}
-	since := old.minting.Add(-generic.ClockAllowance)
+	since := old.minting.Add(-extclient.ClockAllowance)
 	stray := func(k terdut.APIKey) bool {
 		return k.ID != old.keyID && !k.CreatedAt.IsZero() && !k.CreatedAt.Before(since)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -107,7 +107,7 @@ func TestDeletingAfterAnInterruptedBootstrapRemovesItsCheckpoint(t *testing.T) {
 // it: one list's silence does not let the next mint forget a valid key.
 func TestAStrayKeyAListOmitsIsRevokedAllTheSame(t *testing.T) {
 	f := newFixture(t, terdutdouble.Options{})
-	f.e.absence = generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	f.e.absence = extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	f.e.absence.Clock = func() time.Time { return f.now }
 	cr := sa()
 	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{}
@@ -125,7 +125,7 @@ func TestAStrayKeyAListOmitsIsRevokedAllTheSame(t *testing.T) {
 	if err := f.reconcile(t, cr); err == nil {
 		t.Error("a mint went ahead on one list of the account's keys that showed none")
 	}
-	f.now = f.now.Add(generic.DefaultAbsenceConfirmation + time.Second)
+	f.now = f.now.Add(extclient.DefaultAbsenceConfirmation + time.Second)
 	for range 2 {
 		if err := f.reconcile(t, cr); err != nil {
 			t.Fatal(err)

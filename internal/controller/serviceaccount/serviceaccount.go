@@ -22,6 +22,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -115,7 +116,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 			if cr.Spec.ForProvider.Scope != terdut.ScopeTeam {
 				return 0, false
 			}
-			return generic.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+			return extclient.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 		},
 	})
 }
@@ -140,15 +141,15 @@ func instanceScopeAtHome(providerNamespace string) generic.Gate[*v1alpha1.Servic
 	return func(_ context.Context, cr *v1alpha1.ServiceAccount, _ generic.Config) error {
 		if strings.HasPrefix(cr.Spec.ForProvider.Name, generic.TeamAccountPrefix) {
 			msg := fmt.Sprintf(errReservedName, generic.TeamAccountPrefix)
-			generic.Mark(cr, generic.Unavailable(ReasonReservedName, msg))
-			return generic.Untouchable(errors.New(msg))
+			extclient.Mark(cr, extclient.Unavailable(ReasonReservedName, msg))
+			return extclient.Untouchable(errors.New(msg))
 		}
 		if cr.Spec.ForProvider.Scope != terdut.ScopeInstance || providerNamespace == "" || cr.GetNamespace() == providerNamespace {
 			return nil
 		}
 		msg := fmt.Sprintf(errInstanceScope, providerNamespace, cr.GetNamespace())
-		generic.Mark(cr, generic.Unavailable(ReasonInstanceScopeNotPermitted, msg))
-		return generic.Untouchable(errors.New(msg))
+		extclient.Mark(cr, extclient.Unavailable(ReasonInstanceScopeNotPermitted, msg))
+		return extclient.Untouchable(errors.New(msg))
 	}
 }
 
@@ -178,13 +179,13 @@ type external struct {
 	kube     client.Client
 	reader   client.Reader
 	record   event.Recorder
-	adopter  generic.Adopter
+	adopter  extclient.Adopter
 	now      func() time.Time
 
 	observed *terdut.ServiceAccount
 	// absence confirms that an account a lookup by name no longer finds
 	// is gone before an MR being deleted lets go of it (nil: at once).
-	absence *generic.Absence
+	absence *extclient.Absence
 }
 
 var _ managed.TypedExternalClient[*v1alpha1.ServiceAccount] = (*external)(nil)
@@ -198,7 +199,7 @@ func purpose(cr *v1alpha1.ServiceAccount, which string) string {
 // Secret: a missing key, a due or requested rotation, an old key still to
 // revoke or a bootstrap checkpoint left behind make it not up to date.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalObservation, error) {
-	id, ok, err := generic.ExternalID(cr)
+	id, ok, err := extclient.ExternalID(cr)
 	if err == nil && !ok && meta.WasDeleted(cr) {
 		return e.observeLost(ctx, cr)
 	}
@@ -247,7 +248,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ServiceAccount) (ma
 	}
 	e.observed = sa
 	cr.Status.AtProvider = e.observation(cr, sa, ks)
-	generic.Mark(cr, xpv2.Available())
+	extclient.Mark(cr, xpv2.Available())
 	if meta.WasDeleted(cr) {
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
@@ -312,12 +313,12 @@ func (e *external) secretAccount(ctx context.Context, cr *v1alpha1.ServiceAccoun
 // other MR holds it (Observe then checks its name, scope and team).
 func (e *external) observeAccount(ctx context.Context, cr *v1alpha1.ServiceAccount, id int64) (managed.ExternalObservation, error) {
 	if err := e.adopter.Check.Allowed(ctx, id); err != nil {
-		if generic.IsNotOwned(err) {
+		if extclient.IsNotOwned(err) {
 			return e.leftBehind(ctx, cr)
 		}
 		return managed.ExternalObservation{}, err
 	}
-	generic.SetExternalID(cr, id)
+	extclient.SetExternalID(cr, id)
 	return e.Observe(ctx, cr)
 }
 
@@ -361,7 +362,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 	if err := e.deleteCheckpoint(ctx, cr); err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	generic.SetExternalID(cr, sa.ID)
+	extclient.SetExternalID(cr, sa.ID)
 	return managed.ExternalCreation{ConnectionDetails: e.details(ks.token)}, nil
 }
 
@@ -375,7 +376,7 @@ func (e *external) account(ctx context.Context, c api, cr *v1alpha1.ServiceAccou
 		}
 		want.TeamID = p.TeamID
 	}
-	sa, _, err := generic.AdoptOrCreate(ctx, e.adopter, generic.Natural[terdut.ServiceAccount]{
+	sa, _, err := extclient.AdoptOrCreate(ctx, e.adopter, extclient.Natural[terdut.ServiceAccount]{
 		Kind: "service account", Name: p.Name,
 		Lookup: func(ctx context.Context) (*terdut.ServiceAccount, error) {
 			return c.GetServiceAccountByName(ctx, p.Name)
@@ -401,7 +402,7 @@ func fits(cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount) error {
 	if same {
 		return nil
 	}
-	return generic.Refuse(cr, generic.ReasonResourceNotOwned, fmt.Sprintf(errNotFit, sa.Name, sa.Scope, generic.OfTeam(sa.TeamID), p.Scope, generic.OfTeam(p.TeamID)))
+	return extclient.Refuse(cr, extclient.ReasonResourceNotOwned, fmt.Sprintf(errNotFit, sa.Name, sa.Scope, generic.OfTeam(sa.TeamID), p.Scope, generic.OfTeam(p.TeamID)))
 }
 
 // Update rotates: a new key is minted and written in place first, and only
@@ -448,7 +449,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ServiceAccount) (man
 // Delete deletes the account Observe found to be this MR's (and so its keys),
 // and the bootstrap checkpoint if one is left.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.ServiceAccount) (managed.ExternalDelete, error) {
-	id, ok, err := generic.ExternalID(cr)
+	id, ok, err := extclient.ExternalID(cr)
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
@@ -495,7 +496,7 @@ func (e *external) forgetAccount(ctx context.Context, cr *v1alpha1.ServiceAccoun
 	}
 	held := false
 	for _, k := range []string{AnnotationAccountID, AnnotationMintingAccount} {
-		if s.Annotations[k] == generic.FormatID(id) {
+		if s.Annotations[k] == extclient.FormatID(id) {
 			delete(s.Annotations, k)
 			held = true
 		}

@@ -23,7 +23,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -173,7 +173,7 @@ func (f *fixture) converged(t *testing.T, cr *v1alpha1.ServiceAccount) {
 	if len(st.ServiceAccounts) != 1 {
 		t.Fatalf("%d service accounts, want 1", len(st.ServiceAccounts))
 	}
-	if meta.GetExternalName(cr) != generic.FormatID(st.ServiceAccounts[0].ID) {
+	if meta.GetExternalName(cr) != extclient.FormatID(st.ServiceAccounts[0].ID) {
 		t.Errorf("external-name %q, want the account ID %d", meta.GetExternalName(cr), st.ServiceAccounts[0].ID)
 	}
 	s := f.secret(t, "instance-credentials")
@@ -385,7 +385,7 @@ func TestAdoptAfterConflictChecksOwnership(t *testing.T) {
 	}
 	f.e.pc, f.e.pcAuthenticated = admin, true
 	refused := errors.New("service account managed by another MR")
-	f.e.adopter = generic.Adopter{Check: func(_ context.Context, id int64) error {
+	f.e.adopter = extclient.Adopter{Check: func(_ context.Context, id int64) error {
 		if id == theirs.ID {
 			return refused
 		}

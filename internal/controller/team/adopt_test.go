@@ -11,7 +11,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 // TestTeamMadeAgainSaysSo: a team deleted outside Kubernetes
@@ -27,19 +27,19 @@ func TestTeamMadeAgainSaysSo(t *testing.T) {
 	if err := f.Client.DeleteTeam(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}, keys: k}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec}, keys: k}
 	if o, err := e.Observe(t.Context(), cr); err != nil || o.ResourceExists {
 		t.Fatalf("Observe of a deleted team = %+v, %v", o, err)
 	}
 	if _, err := e.Create(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
-	id, _, _ := generic.ExternalID(cr)
+	id, _, _ := extclient.ExternalID(cr)
 	if id == old {
 		t.Fatal("the team was not made again")
 	}
-	if !slices.Contains(rec.Reasons(), generic.ReasonRecreated) {
-		t.Errorf("events %v, want a %s Warning naming the old and new IDs", rec.Reasons(), generic.ReasonRecreated)
+	if !slices.Contains(rec.Reasons(), extclient.ReasonRecreated) {
+		t.Errorf("events %v, want a %s Warning naming the old and new IDs", rec.Reasons(), extclient.ReasonRecreated)
 	}
 	if k.held[old] {
 		t.Error("the gone team's key Secret is left behind")
@@ -48,7 +48,7 @@ func TestTeamMadeAgainSaysSo(t *testing.T) {
 		t.Errorf("status.atProvider.previousIds = %v, want it to hold %d", cr.Status.AtProvider.PreviousIDs, old)
 	}
 	// Observed again, the Team keeps the old ID for its children.
-	e = &external{api: f.Client, adopter: generic.Adopter{Record: rec}, keys: k}
+	e = &external{api: f.Client, adopter: extclient.Adopter{Record: rec}, keys: k}
 	if _, err := e.Observe(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
@@ -69,17 +69,17 @@ func TestAdoptsOnlyWhatItsOwnCreateMade(t *testing.T) {
 	id := f.Team(t, "Platform") // made at controllertest.Now()
 	later := team()
 	later.CreationTimestamp = metav1.NewTime(controllertest.Now().Add(time.Hour))
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}, Object: later, Since: later.CreationTimestamp.Time}}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}, Object: later, Since: later.CreationTimestamp.Time}}
 	if _, err := e.Create(t.Context(), later); err == nil || meta.GetExternalName(later) != "" {
 		t.Errorf("a Team made an hour after the server's team adopted it (err %v, external name %q)", err, meta.GetExternalName(later))
 	}
-	if c := later.GetCondition(xpv2.TypeReady); c.Reason != generic.ReasonResourceNotOwned {
-		t.Errorf("Ready reason %q, want %s", c.Reason, generic.ReasonResourceNotOwned)
+	if c := later.GetCondition(xpv2.TypeReady); c.Reason != extclient.ReasonResourceNotOwned {
+		t.Errorf("Ready reason %q, want %s", c.Reason, extclient.ReasonResourceNotOwned)
 	}
 	earlier := team()
 	earlier.CreationTimestamp = metav1.NewTime(controllertest.Now().Add(-time.Minute))
-	e = &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}, Object: earlier, Since: earlier.CreationTimestamp.Time}}
-	if _, err := e.Create(t.Context(), earlier); err != nil || meta.GetExternalName(earlier) != generic.FormatID(id) {
+	e = &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}, Object: earlier, Since: earlier.CreationTimestamp.Time}}
+	if _, err := e.Create(t.Context(), earlier); err != nil || meta.GetExternalName(earlier) != extclient.FormatID(id) {
 		t.Errorf("a Team whose interrupted create made the team: err %v, external name %q; want %d adopted", err, meta.GetExternalName(earlier), id)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -52,7 +53,7 @@ func TestDelete(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, f, id)
 			}
-			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+			e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 			_, err := e.Delete(t.Context(), team(withID(id)))
 			var wantErr error
 			if tc.wantErr != nil {
@@ -98,7 +99,7 @@ func TestDeleteRetriesTeamKeyCleanup(t *testing.T) {
 		if i == 5 {
 			t.Fatal("the finalizer never went")
 		}
-		e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}, keys: k}
+		e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}, keys: k}
 		o, err := e.Observe(t.Context(), cr)
 		if err != nil {
 			t.Fatalf("reconcile %d: Observe: %v", i, err)

@@ -10,6 +10,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -24,7 +25,7 @@ func TestAKeyWithoutMintedAtIsRotatedSometime(t *testing.T) {
 	k := &keys{held: map[int64]bool{id: true}, state: map[int64]generic.TeamKeyState{id: {}}}
 	cr := team(withID(id))
 	later := controllertest.Now().Add(10 * 365 * 24 * time.Hour)
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}, keys: k, now: func() time.Time { return later }}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}, keys: k, now: func() time.Time { return later }}
 	o, err := e.Observe(t.Context(), cr)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestKeyStatusSurvivesARoundTrip(t *testing.T) {
 	k := &keys{held: map[int64]bool{id: true}, state: map[int64]generic.TeamKeyState{id: {MintedAt: minted}}}
 	cr := team(withID(id))
 	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{Interval: &metav1.Duration{Duration: 24*time.Hour + 500*time.Millisecond}}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}, keys: k, now: controllertest.Now}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}, keys: k, now: controllertest.Now}
 	if _, err := e.Observe(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}

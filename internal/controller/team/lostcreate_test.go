@@ -14,7 +14,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -41,10 +41,10 @@ func newLostCreate(t *testing.T) *lostCreate {
 	}
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(stored).Build()
 	now := time.Now()
-	absence := generic.NewAbsence(generic.DefaultAbsenceConfirmation)
+	absence := extclient.NewAbsence(extclient.DefaultAbsenceConfirmation)
 	absence.Clock = func() time.Time { return now }
 	rec := &controllertest.Recorder{}
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: rec, Since: time.Now().Add(-time.Hour)}, absence: absence, kube: kube, now: time.Now}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec, Since: time.Now().Add(-time.Hour)}, absence: absence, kube: kube, now: time.Now}
 	return &lostCreate{f: f, kube: kube, e: e, key: client.ObjectKeyFromObject(stored), now: &now}
 }
 
@@ -145,7 +145,7 @@ func TestARefusedTeamCreateLeavesNoAttemptToLookFor(t *testing.T) {
 	if _, err := l.e.Create(t.Context(), l.get(t)); !terdut.IsRefused(err) {
 		t.Fatalf("setup: create answered %v, want the server's 422", err)
 	}
-	if generic.Interrupted(l.get(t)) {
+	if extclient.Interrupted(l.get(t)) {
 		t.Error("the refused create left its attempt marked on the MR")
 	}
 	if _, err := l.f.Client.CreateTeam(t.Context(), "Platform"); err != nil { // by hand
@@ -170,14 +170,14 @@ func TestARenamedTeamMadeAgainAdoptsNoHandMadeTeamOfItsOldName(t *testing.T) {
 	if _, err := l.e.Create(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
-	first, _, _ := generic.ExternalID(cr)
+	first, _, _ := extclient.ExternalID(cr)
 	// the runtime: create succeeded, in the same second as the mark
-	meta.SetExternalCreateSucceeded(cr, generic.AttemptedAt(cr))
+	meta.SetExternalCreateSucceeded(cr, extclient.AttemptedAt(cr))
 	if err := l.kube.Update(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
 	cr = l.get(t)
-	if generic.Interrupted(cr) {
+	if extclient.Interrupted(cr) {
 		t.Error("a create whose success was recorded in the same second as its mark counts as interrupted")
 	}
 	cr.Spec.ForProvider.DisplayName = "Platform Engineering"
@@ -211,7 +211,7 @@ func TestARenamedTeamMadeAgainAdoptsNoHandMadeTeamOfItsOldName(t *testing.T) {
 	if _, err := l.e.Update(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
-	got, _, _ := generic.ExternalID(cr)
+	got, _, _ := extclient.ExternalID(cr)
 	if got == hand.ID {
 		t.Errorf("the Team adopted the hand-made team %d (made after it renamed away from that name) as its own; teams now %v", hand.ID, l.teams(t))
 	}
@@ -230,7 +230,7 @@ func TestDeletingATeamAfterALostRecreateDeletesTheTeamItMade(t *testing.T) {
 	if _, err := l.e.Create(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
-	first, _, _ := generic.ExternalID(cr)
+	first, _, _ := extclient.ExternalID(cr)
 	meta.SetExternalCreateSucceeded(cr, time.Now().Add(-time.Minute)) // the runtime, after that Create
 	if err := l.kube.Update(t.Context(), cr); err != nil {
 		t.Fatal(err)
@@ -262,7 +262,7 @@ func TestDeletingAnImportedTeamAfterALostRecreateDeletesTheTeamItMade(t *testing
 		t.Fatal(err)
 	}
 	cr := l.get(t)
-	meta.SetExternalName(cr, generic.FormatID(imported.ID)) // the import
+	meta.SetExternalName(cr, extclient.FormatID(imported.ID)) // the import
 	if err := l.kube.Update(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -45,7 +46,7 @@ func TestOrphanedTeamRevokesItsKeyInTheReconciler(t *testing.T) {
 	connects := 0
 	connect := managed.TypedExternalConnectorFn[*v1alpha1.Team](func(context.Context, *v1alpha1.Team) (managed.TypedExternalClient[*v1alpha1.Team], error) {
 		connects++
-		return &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}, keys: k}, nil
+		return &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}, keys: k}, nil
 	})
 	r := managed.NewReconciler(&xpfake.Manager{Client: kube, Scheme: s, Logger: logr.Discard()}, resource.ManagedKind(v1alpha1.TeamGroupVersionKind),
 		managed.WithTypedExternalConnector[*v1alpha1.Team](connect),

@@ -19,6 +19,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -54,7 +55,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		External:                  New,
 		Credentials:               generic.InstanceKey[*v1alpha1.Team](),
 		Observed:                  func(cr *v1alpha1.Team) int64 { return cr.Status.AtProvider.ID },
-		OwnAnnotations:            []string{generic.AnnotationCreateAttempted, generic.AnnotationCreateAttemptedName},
+		OwnAnnotations:            []string{extclient.AnnotationCreateAttempted, extclient.AnnotationCreateAttemptedName},
 		DeterministicExternalName: true,
 		Orphaned: func(ctx context.Context, cr *v1alpha1.Team, c *generic.Conn) error {
 			return revokeOrphaned(ctx, cr, c)
@@ -68,7 +69,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 // revoke it once the finalizer is gone.
 func revokeOrphaned(ctx context.Context, cr *v1alpha1.Team, keys teamKeys) error {
 	id := cr.Status.AtProvider.ID
-	if id == 0 || generic.FormatID(id) != meta.GetExternalName(cr) {
+	if id == 0 || extclient.FormatID(id) != meta.GetExternalName(cr) {
 		return nil
 	}
 	return keys.RevokeTeamKey(ctx, id)
@@ -94,10 +95,10 @@ func New(d generic.Deps) managed.TypedExternalClient[*v1alpha1.Team] {
 
 type external struct {
 	api     api
-	adopter generic.Adopter
+	adopter extclient.Adopter
 	// absence confirms that a lookup by name that shows nothing means no
 	// team of that name is there (nil: at once).
-	absence *generic.Absence
+	absence *extclient.Absence
 	// kube marks create attempts on the MR (nil: not marked, tests).
 	kube client.Client
 	// keys are the team's scoped keys; nil in tests that need none.
@@ -115,8 +116,8 @@ var _ managed.TypedExternalClient[*v1alpha1.Team] = (*external)(nil)
 
 // Observe gets the team by its ID. Only a 404 means it does not exist.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalObservation, error) {
-	id, ok, err := generic.ExternalID(cr)
-	if err == nil && !ok && meta.WasDeleted(cr) && generic.Interrupted(cr) {
+	id, ok, err := extclient.ExternalID(cr)
+	if err == nil && !ok && meta.WasDeleted(cr) && extclient.Interrupted(cr) {
 		return e.observeLost(ctx, cr)
 	}
 	if err != nil || !ok {
@@ -134,7 +135,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 				return managed.ExternalObservation{ResourceExists: held, ResourceUpToDate: true}, errors.Wrap(herr, errCleanup)
 			}
 		}
-		if generic.LostRecreate(cr, generic.AttemptedAt(cr)) {
+		if extclient.LostRecreate(cr, extclient.AttemptedAt(cr)) {
 			// NOTE: the recorded team is gone, and a create made since
 			// (the team deleted outside Kubernetes, made again) lost its
 			// answer: what that create made is looked for too.
@@ -151,7 +152,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.Team) (managed.Exte
 	prev := cr.Status.AtProvider.PreviousIDs
 	cr.Status.AtProvider = Observation(t)
 	cr.Status.AtProvider.PreviousIDs = prev
-	generic.Mark(cr, xpv2.Available())
+	extclient.Mark(cr, xpv2.Available())
 	diff := Diff(cr.Spec.ForProvider, t)
 	if err := e.observeKey(ctx, cr, id); err != nil {
 		return managed.ExternalObservation{}, err
@@ -181,11 +182,11 @@ func (e *external) observeLost(ctx context.Context, cr *v1alpha1.Team) (managed.
 	if t != nil {
 		found = append(found, *t)
 	}
-	return generic.ObserveLost(ctx, e.adopter, e.absence, e.kube, cr, natural(name), found, func(terdut.Team) bool { return true }, generic.AttemptedAt(cr))
+	return extclient.ObserveLost(ctx, e.adopter, e.absence, e.kube, cr, natural(name), found, func(terdut.Team) bool { return true }, extclient.AttemptedAt(cr))
 }
 
-func natural(name string) generic.Natural[terdut.Team] {
-	return generic.Natural[terdut.Team]{
+func natural(name string) extclient.Natural[terdut.Team] {
+	return extclient.Natural[terdut.Team]{
 		Kind: "team", Name: name,
 		ID:        func(t *terdut.Team) int64 { return t.ID },
 		CreatedAt: func(t *terdut.Team) time.Time { return t.CreatedAt },
@@ -239,9 +240,9 @@ func (e *external) observeKey(ctx context.Context, cr *v1alpha1.Team, id int64) 
 // a second team made.
 func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
 	name := cr.Spec.ForProvider.DisplayName
-	old, hadOld, _ := generic.ExternalID(cr)
+	old, hadOld, _ := extclient.ExternalID(cr)
 	earlier := ""
-	if n := generic.AttemptedName(cr); generic.Interrupted(cr) && n != "" && n != name {
+	if n := extclient.AttemptedName(cr); extclient.Interrupted(cr) && n != "" && n != name {
 		earlier = n
 	}
 	n := natural(name)
@@ -253,17 +254,17 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 		return e.lostUnder(ctx, cr, earlier)
 	}
 	n.Create = func(ctx context.Context) (*terdut.Team, error) {
-		if err := generic.MarkAttempt(ctx, e.kube, cr, name); err != nil {
+		if err := extclient.MarkAttempt(ctx, e.kube, cr, name); err != nil {
 			return nil, err
 		}
 		t, err := e.api.CreateTeam(ctx, name)
 		if terdut.IsRefused(err) && !terdut.IsConflict(err) {
 			// NOTE: the server made nothing (a 409 is adopted instead).
-			return nil, errors.Join(err, generic.UnmarkAttempt(ctx, e.kube, cr))
+			return nil, errors.Join(err, extclient.UnmarkAttempt(ctx, e.kube, cr))
 		}
 		return t, err
 	}
-	t, _, err := generic.AdoptOrCreate(ctx, e.adopter, n)
+	t, _, err := extclient.AdoptOrCreate(ctx, e.adopter, n)
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
@@ -272,7 +273,7 @@ func (e *external) Create(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 			return managed.ExternalCreation{}, err
 		}
 	}
-	generic.SetExternalID(cr, t.ID)
+	extclient.SetExternalID(cr, t.ID)
 	return managed.ExternalCreation{}, nil
 }
 
@@ -283,7 +284,7 @@ func (e *external) lostUnder(ctx context.Context, cr *v1alpha1.Team, earlier str
 	if t == nil || err != nil {
 		return nil, err
 	}
-	ours, err := generic.Ours(ctx, e.adopter, natural(earlier), t, generic.AttemptedAt(cr))
+	ours, err := extclient.Ours(ctx, e.adopter, natural(earlier), t, extclient.AttemptedAt(cr))
 	if !ours || err != nil {
 		return nil, err
 	}
@@ -306,7 +307,7 @@ func (e *external) replaced(ctx context.Context, cr *v1alpha1.Team, old, id int6
 		}
 	}
 	if e.adopter.Record != nil {
-		e.adopter.Record.Event(cr, event.Warning(generic.ReasonRecreated, errors.Errorf(msgRecreated, old, id, old)))
+		e.adopter.Record.Event(cr, event.Warning(extclient.ReasonRecreated, errors.Errorf(msgRecreated, old, id, old)))
 	}
 	prev := append(slices.Clone(cr.Status.AtProvider.PreviousIDs), old)
 	cr.Status.AtProvider.PreviousIDs = prev[max(0, len(prev)-maxPreviousIDs):]
@@ -315,7 +316,7 @@ func (e *external) replaced(ctx context.Context, cr *v1alpha1.Team, old, id int6
 
 // Update renames the team and sets its OIDC groups, each only if it differs.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalUpdate, error) {
-	id, _, err := generic.ExternalID(cr)
+	id, _, err := extclient.ExternalID(cr)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
@@ -354,7 +355,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.Team) (managed.Exter
 // Delete deletes the team. A team already gone is not an error; anything
 // else is, and keeps the finalizer.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalDelete, error) {
-	id, ok, err := generic.ExternalID(cr)
+	id, ok, err := extclient.ExternalID(cr)
 	if err != nil || !ok {
 		return managed.ExternalDelete{}, err
 	}

@@ -21,6 +21,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -38,7 +39,7 @@ func team(o ...option) *v1alpha1.Team {
 	return cr
 }
 
-func withID(id int64) option { return func(cr *v1alpha1.Team) { generic.SetExternalID(cr, id) } }
+func withID(id int64) option { return func(cr *v1alpha1.Team) { extclient.SetExternalID(cr, id) } }
 
 func withExternalName(en string) option {
 	return func(cr *v1alpha1.Team) { meta.SetExternalName(cr, en) }
@@ -160,7 +161,7 @@ func TestObserve(t *testing.T) {
 			f := controllertest.New(t)
 			cr, w := tc.setup(t, f)
 			f.Server.ResetCounters()
-			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+			e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 
 			got, err := e.Observe(t.Context(), cr)
 			if diff := cmp.Diff(w.err, err, test.EquateErrors()); diff != "" {
@@ -182,7 +183,7 @@ func TestObserve(t *testing.T) {
 	}
 }
 
-func itoa(n int64) string { return generic.FormatID(n) }
+func itoa(n int64) string { return extclient.FormatID(n) }
 
 func TestCreate(t *testing.T) {
 	type want struct {
@@ -230,7 +231,7 @@ func TestCreate(t *testing.T) {
 			}
 			f.Server.ResetCounters()
 			rec := &controllertest.Recorder{}
-			e := &external{api: f.Client, adopter: generic.Adopter{Record: rec}}
+			e := &external{api: f.Client, adopter: extclient.Adopter{Record: rec}}
 			cr := team()
 
 			_, err := e.Create(t.Context(), cr)
@@ -298,7 +299,7 @@ func TestUpdate(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, f, id)
 			}
-			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+			e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 			cr := tc.cr(id)
 			if _, err := e.Observe(t.Context(), cr); err != nil {
 				t.Fatal(err)
@@ -327,7 +328,7 @@ func TestDriftIsReverted(t *testing.T) {
 	_ = f.Client.RenameTeam(t.Context(), id, "Changed on the server")
 	_ = f.Client.SetOIDCGroups(t.Context(), id, terdut.OIDCGroups{MemberGroup: "someone-else"})
 
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 	o, err := e.Observe(t.Context(), cr)
 	if err != nil || o.ResourceUpToDate {
 		t.Fatalf("Observe after a server-side change = %+v, %v; want not up to date", o, err)
@@ -335,7 +336,7 @@ func TestDriftIsReverted(t *testing.T) {
 	if _, err := e.Update(t.Context(), cr); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	e = &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	e = &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 	if o, err := e.Observe(t.Context(), cr); err != nil || !o.ResourceUpToDate {
 		t.Errorf("Observe after Update = %+v, %v; want up to date (the CR wins)", o, err)
 	}
@@ -414,7 +415,7 @@ func TestATeamTheListOmitsIsReadByItself(t *testing.T) {
 				now := metav1.Now()
 				cr.SetDeletionTimestamp(&now)
 			}
-			e := &external{api: c, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+			e := &external{api: c, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 			o, err := e.Observe(t.Context(), cr)
 			if err != nil {
 				t.Fatalf("\n%s\nObserve(...): %v", tc.reason, err)
@@ -490,7 +491,7 @@ func TestATeamRotatesItsTeamsKey(t *testing.T) {
 			k := &keys{held: map[int64]bool{id: true}, state: map[int64]generic.TeamKeyState{id: {MintedAt: tc.minted, Request: tc.handled}}}
 			cr := team(withID(id))
 			cr.Spec.ForProvider.KeyRotation = tc.spec
-			e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}, keys: k, now: func() time.Time { return now }}
+			e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}, keys: k, now: func() time.Time { return now }}
 			o, err := e.Observe(t.Context(), cr)
 			if err != nil {
 				t.Fatal(err)
@@ -523,7 +524,7 @@ func TestReadySaysWhichSpecItIsAbout(t *testing.T) {
 	id := f.Team(t, "Platform")
 	cr := team(withID(id))
 	cr.SetGeneration(4)
-	e := &external{api: f.Client, adopter: generic.Adopter{Record: &controllertest.Recorder{}}}
+	e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}}
 	if _, err := e.Observe(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}

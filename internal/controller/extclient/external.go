@@ -1,4 +1,4 @@
-package generic
+package extclient
 
 import (
 	"slices"
@@ -99,7 +99,7 @@ func TeamID(spec *int64, observed int64) (int64, error) {
 	case observed != 0:
 		return observed, nil
 	default:
-		return 0, errors.New(errTeamUnknown)
+		return 0, errors.New(ErrTeamUnknown)
 	}
 }
 
