@@ -65,7 +65,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Observed: func(cr *v1alpha1.EscalationPolicy) int64 { return cr.Status.AtProvider.TeamID },
 		// The external name is the team ID: a retried Create PUTs the same
 		// policy to the same team, so nothing can be duplicated.
-		OwnAnnotations:            []string{generic.AnnotationCreateAttempted, generic.AnnotationCreateAttemptedName},
+		OwnAnnotations:            generic.AttemptAnnotations(),
 		DeterministicExternalName: true,
 	})
 }

@@ -70,3 +70,19 @@ func TestTheReconcilersOwnWritesDoNotWakeTheMR(t *testing.T) {
 		}
 	})
 }
+
+// A kind's own create-attempt marks (MarkAttempt before a re-create over an
+// external name, UnmarkAttempt after a refused one) do not wake the MR.
+func TestTheAttemptMarksDoNotWakeTheMR(t *testing.T) {
+	o := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "t", Generation: 1}}
+	meta.SetExternalName(o, "42")
+	n := o.DeepCopy()
+	meta.AddAnnotations(n, map[string]string{AnnotationCreateAttempted: "2026-12-07T21:00:00Z", AnnotationCreateAttemptedName: "Payments", AnnotationCreateAttemptedOver: "42"})
+	p := DesiredStateChanged(AttemptAnnotations()...)
+	if p.Update(event.UpdateEvent{ObjectOld: o, ObjectNew: n}) {
+		t.Error("MarkAttempt's own write wakes the MR")
+	}
+	if p.Update(event.UpdateEvent{ObjectOld: n, ObjectNew: o}) {
+		t.Error("UnmarkAttempt's own write wakes the MR")
+	}
+}
