@@ -141,7 +141,8 @@ type ServiceAccountStatus struct {
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,terdut}
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.writeConnectionSecretToRef) || self.spec.writeConnectionSecretToRef.name != self.metadata.name + '-bootstrap-admin'",message="spec.writeConnectionSecretToRef.name may not be <metadata.name>-bootstrap-admin: a bootstrap keeps its admin key in a Secret of that name until the account's own key is written"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.forProvider.bootstrap) || !has(self.spec.writeConnectionSecretToRef) || self.spec.writeConnectionSecretToRef.name != self.metadata.name + '-bootstrap-admin'",message="with bootstrap, spec.writeConnectionSecretToRef.name may not be <metadata.name>-bootstrap-admin: the bootstrap keeps its admin key in a Secret of that name until the account's own key is written"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.writeConnectionSecretToRef) || self.spec.writeConnectionSecretToRef.name != self.metadata.name + '-bootstrap-admin' || (has(oldSelf.spec.writeConnectionSecretToRef) && oldSelf.spec.writeConnectionSecretToRef.name == self.spec.writeConnectionSecretToRef.name)",message="spec.writeConnectionSecretToRef.name cannot change to <metadata.name>-bootstrap-admin, the name of this ServiceAccount's bootstrap checkpoint (which may still hold an admin key)"
 type ServiceAccount struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

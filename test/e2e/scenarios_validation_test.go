@@ -143,11 +143,11 @@ spec:
   forProvider: {name: x, scope: team, teamId: 1, keyRotation: {interval: 1y}}
   writeConnectionSecretToRef: {name: s}
 `, "keyRotation.interval must be a duration of at least 1m"},
-		"a connection Secret named like its bootstrap checkpoint": {`apiVersion: terdut.ryuvia.com/v1alpha1
+		"a bootstrap whose connection Secret is named like its checkpoint": {`apiVersion: terdut.ryuvia.com/v1alpha1
 kind: ServiceAccount
 metadata: {name: bad3, namespace: e2e-validation}
 spec:
-  forProvider: {name: x, scope: instance}
+  forProvider: {name: x, scope: instance, bootstrap: {username: admin}}
   writeConnectionSecretToRef: {name: bad3-bootstrap-admin}
 `, "may not be <metadata.name>-bootstrap-admin"},
 		"a request timeout of 1y (issue 20)": {`apiVersion: terdut.ryuvia.com/v1alpha1

@@ -53,7 +53,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		ObservedTeam:   func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.TeamID },
 		TeamOf:         teamOf,
 		Credentials:    generic.TeamKey(teamOf),
-		OwnAnnotations: []string{AnnotationCreateAttempted, AnnotationCreateAttemptedName},
+		OwnAnnotations: extclient.AttemptAnnotations(),
 		TeamRefs: func(cr *v1alpha1.DeadmanSwitch) []string {
 			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
 		},

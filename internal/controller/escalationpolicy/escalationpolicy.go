@@ -66,7 +66,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Observed: func(cr *v1alpha1.EscalationPolicy) int64 { return cr.Status.AtProvider.TeamID },
 		// The external name is the team ID: a retried Create PUTs the same
 		// policy to the same team, so nothing can be duplicated.
-		OwnAnnotations:            []string{extclient.AnnotationCreateAttempted, extclient.AnnotationCreateAttemptedName},
+		OwnAnnotations:            extclient.AttemptAnnotations(),
 		DeterministicExternalName: true,
 	})
 }

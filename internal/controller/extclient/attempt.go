@@ -30,6 +30,13 @@ const AnnotationCreateAttemptedName = "terdut.ryuvia.com/create-attempted-name"
 // object; a mark left from before an import does not say so.
 const AnnotationCreateAttemptedOver = "terdut.ryuvia.com/create-attempted-over"
 
+// AttemptAnnotations are the annotations MarkAttempt and UnmarkAttempt
+// write: a kind that marks its attempts lists them as its own, so that its
+// own marks do not wake it.
+func AttemptAnnotations() []string {
+	return []string{AnnotationCreateAttempted, AnnotationCreateAttemptedName, AnnotationCreateAttemptedOver}
+}
+
 const (
 	errMarkAttempt   = "cannot mark the create attempt on the managed resource; nothing was created"
 	errUnmarkAttempt = "cannot remove the mark of a create the server refused from the managed resource"

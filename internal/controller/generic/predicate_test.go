@@ -10,6 +10,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
 // TestTheReconcilersOwnWritesDoNotWakeTheMR: the writes crossplane-runtime's
@@ -69,4 +70,20 @@ func TestTheReconcilersOwnWritesDoNotWakeTheMR(t *testing.T) {
 			t.Error("a changed teamId does not wake the MR")
 		}
 	})
+}
+
+// A kind's own create-attempt marks (MarkAttempt before a re-create over an
+// external name, UnmarkAttempt after a refused one) do not wake the MR.
+func TestTheAttemptMarksDoNotWakeTheMR(t *testing.T) {
+	o := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "t", Generation: 1}}
+	meta.SetExternalName(o, "42")
+	n := o.DeepCopy()
+	meta.AddAnnotations(n, map[string]string{extclient.AnnotationCreateAttempted: "2026-12-07T21:00:00Z", extclient.AnnotationCreateAttemptedName: "Payments", extclient.AnnotationCreateAttemptedOver: "42"})
+	p := DesiredStateChanged(extclient.AttemptAnnotations()...)
+	if p.Update(event.UpdateEvent{ObjectOld: o, ObjectNew: n}) {
+		t.Error("MarkAttempt's own write wakes the MR")
+	}
+	if p.Update(event.UpdateEvent{ObjectOld: n, ObjectNew: o}) {
+		t.Error("UnmarkAttempt's own write wakes the MR")
+	}
 }

@@ -104,7 +104,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
 		},
 		Observed:       func(cr *v1alpha1.Integration) int64 { return cr.Status.AtProvider.ID },
-		OwnAnnotations: []string{extclient.AnnotationCreateAttempted, extclient.AnnotationCreateAttemptedName},
+		OwnAnnotations: extclient.AttemptAnnotations(),
 		// Create lists the team's integrations and adopts one of the same
 		// name before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,

@@ -107,6 +107,17 @@ func TestABootstrapWhoseCheckpointIsTakenMeanwhileRevokesItsKey(t *testing.T) {
 // (x-bootstrap-admin): it must not take the checkpoint over, which would
 // leave the admin key valid and held by no Secret.
 func TestAnotherServiceAccountCannotWriteOverACheckpoint(t *testing.T) {
+	writeOverACheckpoint(t, false)
+}
+
+// As above for a checkpoint an older release wrote, with an owner reference
+// only (no controller).
+func TestAnotherServiceAccountCannotWriteOverAnOlderCheckpoint(t *testing.T) {
+	writeOverACheckpoint(t, true)
+}
+
+func writeOverACheckpoint(t *testing.T, older bool) {
+	t.Helper()
 	f := newFixture(t, terdutdouble.Options{})
 	x := sa()
 	f.double.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/service-accounts", Status: http.StatusInternalServerError, Times: 1})
@@ -116,6 +127,12 @@ func TestAnotherServiceAccountCannotWriteOverACheckpoint(t *testing.T) {
 	cp := f.secret(t, checkpointName(x))
 	if cp == nil || f.double.UserKeys() != 1 {
 		t.Fatalf("setup: checkpoint %v, %d admin keys", cp != nil, f.double.UserKeys())
+	}
+	if older {
+		cp.OwnerReferences[0].Controller = nil
+		if err := f.kube.Update(t.Context(), cp); err != nil {
+			t.Fatal(err)
+		}
 	}
 	adminTok := string(cp.Data[SecretKeyToken])
 

@@ -251,6 +251,14 @@ func (e *external) writeSecret(ctx context.Context, cr *v1alpha1.ServiceAccount,
 	if ref := metav1.GetControllerOf(cur); ref != nil && ref.UID != cr.GetUID() {
 		return errors.Errorf(errSecret+": it is controlled by another object", want.Name)
 	}
+	for _, o := range cur.GetOwnerReferences() {
+		// NOTE: another ServiceAccount's Secret (its bootstrap
+		// checkpoint, written by an older release with an owner
+		// reference only) may hold an admin key: never written over.
+		if o.Kind == v1alpha1.ServiceAccountKind && o.UID != cr.GetUID() {
+			return errors.Errorf(errSecret+": it belongs to ServiceAccount %q", want.Name, o.Name)
+		}
+	}
 	cur.Annotations, cur.Data, cur.OwnerReferences, cur.Type = want.Annotations, want.Data, want.OwnerReferences, want.Type
 	generic.OwnSecret(cur)
 	return errors.Wrapf(e.kube.Update(ctx, cur), errSecret, want.Name)

@@ -55,7 +55,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		External:                  New,
 		Credentials:               generic.InstanceKey[*v1alpha1.Team](),
 		Observed:                  func(cr *v1alpha1.Team) int64 { return cr.Status.AtProvider.ID },
-		OwnAnnotations:            []string{extclient.AnnotationCreateAttempted, extclient.AnnotationCreateAttemptedName},
+		OwnAnnotations:            extclient.AttemptAnnotations(),
 		DeterministicExternalName: true,
 		Orphaned: func(ctx context.Context, cr *v1alpha1.Team, c *generic.Conn) error {
 			return revokeOrphaned(ctx, cr, c)
