@@ -47,6 +47,7 @@ import (
 	tcontroller "git.ryuvia.com/niklas/provider-terdut/internal/controller"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/schedule"
 	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 	"git.ryuvia.com/niklas/provider-terdut/internal/version"
 )
@@ -234,7 +235,7 @@ func run(f flags) error {
 	checks := generic.NewChecks()
 	quiet := generic.NewQuietStatus()
 	watched := &generic.WatchedSecrets{CoreV1: coreV1, Fallback: mgr.GetClient(), Direct: mgr.GetAPIReader()}
-	held := generic.NewHeldRequests()
+	held := schedule.NewHeldRequests()
 	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks, quiet, held, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "provider_terdut_secret_watches",
 		Help: "Watches of single Secrets that provider configs name (credentials, CA bundles) running now: one not read for 30 minutes is stopped, at most 1,000 run and at most 50 of one namespace, each keeps only the key it reads, and past them a Secret is read from the API server.",
@@ -276,7 +277,7 @@ func run(f flags) error {
 		// NOTE: the same burst as crossplane-runtime's global limiter (ten
 		// seconds' worth), shared between the namespaces asking at once.
 		o.Share = fair.New(float64(f.maxReconcileRate), fair.Options{Burst: 10 * f.maxReconcileRate})
-		o.ChangesFirst = generic.NewChangesFirst(f.poll)
+		o.ChangesFirst = schedule.NewChangesFirst(f.poll)
 	}
 	if f.changeLogs {
 		conn, err := grpc.NewClient("unix://"+f.changeLogsSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))

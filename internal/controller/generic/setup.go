@@ -28,6 +28,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/schedule"
 	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 )
 
@@ -76,7 +77,7 @@ type Options struct {
 
 	// ChangesFirst puts the drift checks of a namespace off while its
 	// changes wait for the budget (with Share); nil does not.
-	ChangesFirst *ChangesFirst
+	ChangesFirst *schedule.ChangesFirst
 
 	// MinPollInterval is the shortest poll an MR's
 	// crossplane.io/poll-interval annotation may ask for.
@@ -88,7 +89,7 @@ type Options struct {
 	NamespaceWorkers int
 
 	// Held counts the requests NamespaceWorkers holds back; nil does not.
-	Held *HeldRequests
+	Held *schedule.HeldRequests
 }
 
 // PollOptions are how often an MR is polled: every PollInterval, or as its
@@ -102,7 +103,7 @@ func (o Options) PollOptions() []managed.ReconcilerOption {
 // between namespaces if there is a Share.
 func (o Options) Limit(name string, r reconcile.Reconciler, atRest func(context.Context, reconcile.Request) bool) reconcile.Reconciler {
 	if o.Share != nil {
-		f := NewFairReconciler(name, r, o.Share)
+		f := schedule.NewFairReconciler(name, r, o.Share)
 		f.Changes, f.AtRest = o.ChangesFirst, atRest
 		return f
 	}
@@ -121,7 +122,7 @@ func (o Options) ForControllerRuntime() ctrlcontroller.Options {
 		c.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, o.MaxBackoff)
 	}
 	if o.Share != nil {
-		c.NewQueue = FairQueue
+		c.NewQueue = schedule.FairQueue
 	}
 	return c
 }
@@ -134,7 +135,7 @@ func (o Options) Workers(name string, r reconcile.Reconciler) (ctrlcontroller.Op
 	if o.Share == nil || o.NamespaceWorkers <= 0 || o.NamespaceWorkers >= c.MaxConcurrentReconciles {
 		return c, r
 	}
-	return LimitedWorkers(name, c, r, o.NamespaceWorkers, o.Held)
+	return schedule.LimitedWorkers(name, c, r, o.NamespaceWorkers, o.Held)
 }
 
 // A Kind describes one managed-resource kind to Setup.
@@ -294,7 +295,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	newMR := func() M { return k.Object.DeepCopyObject().(M) } //nolint:forcetypeassert // A copy of an M is one.
 	atRest := func(ctx context.Context, req reconcile.Request) bool {
 		mg := newMR()
-		return mgr.GetClient().Get(ctx, req.NamespacedName, mg) == nil && AtRest(mg)
+		return mgr.GetClient().Get(ctx, req.NamespacedName, mg) == nil && schedule.AtRest(mg)
 	}
 	var rec reconcile.Reconciler = r
 	if o.QuietStatus != nil {
