@@ -45,6 +45,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	tcontroller "git.ryuvia.com/niklas/provider-terdut/internal/controller"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/schedule"
@@ -232,8 +233,8 @@ func run(f flags) error {
 
 	mrMetrics := managed.NewMRMetricRecorder()
 	stateMetrics := statemetrics.NewMRStateMetrics()
-	checks := generic.NewChecks()
-	quiet := generic.NewQuietStatus()
+	checks := adjust.NewChecks()
+	quiet := adjust.NewQuietStatus()
 	watched := &generic.WatchedSecrets{CoreV1: coreV1, Fallback: mgr.GetClient(), Direct: mgr.GetAPIReader()}
 	held := schedule.NewHeldRequests()
 	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks, quiet, held, prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -19,6 +19,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -75,7 +76,7 @@ func setup(mgr ctrl.Manager, o generic.Options) error {
 type uncopiedLists struct{ ctrl.Manager }
 
 func (m uncopiedLists) GetClient() client.Client {
-	return generic.ListsUncopied{Client: m.Manager.GetClient()}
+	return adjust.ListsUncopied{Client: m.Manager.GetClient()}
 }
 
 // Forgetting drops the cached clients of a provider config that is gone

@@ -19,6 +19,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
 )
@@ -73,10 +74,10 @@ type Connector[M resource.ModernManaged] struct {
 	Owners      Owners
 	External    func(Deps) managed.TypedExternalClient[M]
 	// Checks counts this kind's Observe calls (nil: not counted).
-	Checks *Checks
+	Checks *adjust.Checks
 	// Refusals keep the reason a Create was refused on the Ready
 	// condition (nil: not kept).
-	Refusals *Refusals
+	Refusals *adjust.Refusals
 	// Absence confirms absences for this kind (nil: at once).
 	Absence *extclient.Absence
 	Kind    string
@@ -117,7 +118,7 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if cl == nil {
 		return untouched[M]{}, nil
 	}
-	return remembered(c.Refusals, finalizedOnCreate(keepingGenerations(counted(c.Checks, c.Kind, c.External(Deps{
+	return adjust.Remembered(c.Refusals, adjust.FinalizedOnCreate(adjust.KeepingGenerations(adjust.Counted(c.Checks, c.Kind, c.External(Deps{
 		Client: cl, Conn: conn, Kube: c.Kube, Reader: pastCache(c.Reader, c.Kube), Record: c.Record,
 		Adopter: extclient.Adopter{Check: c.Owners.Adoptable(mg), Record: c.Record, Object: mg, Since: mg.GetCreationTimestamp().Time},
 		Absence: c.Absence,

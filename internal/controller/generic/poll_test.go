@@ -15,13 +15,14 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 )
 
 // TestThePollAnnotationIsClamped: a tenant annotates an MR to be polled
 // every 50ms; crossplane-runtime's reconciler, with the provider's poll
 // options, polls it every --min-poll-interval instead.
 func TestThePollAnnotationIsClamped(t *testing.T) {
-	s := scheme(t)
+	s := controllertest.Scheme(t)
 	for _, tc := range []struct {
 		annotation string
 		want       time.Duration
@@ -47,7 +48,7 @@ func TestThePollAnnotationIsClamped(t *testing.T) {
 				}, nil
 			})
 			o := Options{Options: controller.Options{PollInterval: time.Minute}, MinPollInterval: 10 * time.Second}
-			r := newManagedReconciler[*v1alpha1.EscalationPolicy](fakeManager(kube, s), v1alpha1.EscalationPolicyGroupVersionKind, upToDate, o.PollOptions()...)
+			r := controllertest.NewManagedReconciler[*v1alpha1.EscalationPolicy](controllertest.FakeManager(kube, s), v1alpha1.EscalationPolicyGroupVersionKind, upToDate, o.PollOptions()...)
 			res, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "noisy"}})
 			if err != nil {
 				t.Fatal(err)

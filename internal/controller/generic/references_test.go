@@ -17,6 +17,8 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
@@ -81,7 +83,7 @@ func TestReferencesWriteOnlyWhatChanged(t *testing.T) {
 // the create-pending update; now the pending update carries it. What must
 // not change: teamId is stored before the object is made on the server.
 func TestCreatingWritesTheResolvedTeamWithThePendingUpdate(t *testing.T) {
-	s := scheme(t)
+	s := controllertest.Scheme(t)
 	team := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "ops"}}
 	meta.SetExternalName(team, "42")
 	cr := &v1alpha1.DeadmanSwitch{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "wd"}}
@@ -98,13 +100,13 @@ func TestCreatingWritesTheResolvedTeamWithThePendingUpdate(t *testing.T) {
 		},
 	}).Build()
 	var storedBeforeCreate *int64
-	connect := connectTo(finalizedOnCreate(creatingServer(func(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalCreation, error) {
+	connect := controllertest.ConnectTo(adjust.FinalizedOnCreate(controllertest.CreatingServer(func(ctx context.Context, cr *v1alpha1.DeadmanSwitch) (managed.ExternalCreation, error) {
 		stored := &v1alpha1.DeadmanSwitch{}
 		err := kube.Get(ctx, client.ObjectKeyFromObject(cr), stored)
 		storedBeforeCreate = stored.Spec.ForProvider.TeamID
 		return managed.ExternalCreation{}, err
 	})))
-	r := newManagedReconciler[*v1alpha1.DeadmanSwitch](fakeManager(kube, s), v1alpha1.DeadmanSwitchGroupVersionKind, connect,
+	r := controllertest.NewManagedReconciler[*v1alpha1.DeadmanSwitch](controllertest.FakeManager(kube, s), v1alpha1.DeadmanSwitchGroupVersionKind, connect,
 		managed.WithReferenceResolver(References{Reader: kube, Patch: managed.NewAPISimpleReferenceResolver(kube)}))
 	if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "wd"}}); err != nil {
 		t.Fatal(err)

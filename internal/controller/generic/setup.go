@@ -27,6 +27,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/schedule"
 	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
@@ -61,11 +62,11 @@ type Options struct {
 	MaxBackoff time.Duration
 
 	// Checks counts the comparisons with the server; nil counts none.
-	Checks *Checks
+	Checks *adjust.Checks
 
 	// QuietStatus skips status updates that would change nothing; nil
 	// sends every one, as crossplane-runtime does.
-	QuietStatus *QuietStatus
+	QuietStatus *adjust.QuietStatus
 
 	// AbsenceConfirmation is how long after a list first omits an object
 	// its absence is confirmed with a fresh read (see Absence).
@@ -258,7 +259,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		Owners:      owners,
 		External:    k.External,
 		Checks:      o.Checks,
-		Refusals:    NewRefusals(),
+		Refusals:    adjust.NewRefusals(),
 		Absence:     extclient.NewAbsence(o.AbsenceConfirmation),
 		Kind:        k.GVK.Kind,
 	}
@@ -284,14 +285,14 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
-			sm := statemetrics.NewMRStateRecorder(ListsUncopied{Client: mgr.GetClient()}, o.Logger, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
+			sm := statemetrics.NewMRStateRecorder(adjust.ListsUncopied{Client: mgr.GetClient()}, o.Logger, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
 			if err := mgr.Add(sm); err != nil {
 				return errors.Wrapf(err, errStateMetrics, k.GroupKind)
 			}
 		}
 	}
 
-	r := managed.NewReconciler(nothingToPublish(o.QuietStatus.manager(mgr)), resource.ManagedKind(k.GVK), opts...)
+	r := managed.NewReconciler(adjust.NothingToPublish(o.QuietStatus.Manager(mgr)), resource.ManagedKind(k.GVK), opts...)
 	newMR := func() M { return k.Object.DeepCopyObject().(M) } //nolint:forcetypeassert // A copy of an M is one.
 	atRest := func(ctx context.Context, req reconcile.Request) bool {
 		mg := newMR()
@@ -299,7 +300,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	}
 	var rec reconcile.Reconciler = r
 	if o.QuietStatus != nil {
-		rec = FollowUp{Inner: r, Cache: mgr.GetClient(), New: func() client.Object { return newMR() }}
+		rec = adjust.FollowUp{Inner: r, Cache: mgr.GetClient(), New: func() client.Object { return newMR() }}
 	}
 	if k.Orphaned != nil {
 		// NOTE: inside the reconcile budget: its reads count as the
@@ -315,7 +316,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(copts).
-		For(k.Object, builder.WithPredicates(DesiredStateChanged(k.OwnAnnotations...)))
+		For(k.Object, builder.WithPredicates(adjust.DesiredStateChanged(k.OwnAnnotations...)))
 	if k.OwnsSecrets {
 		b = b.Owns(&corev1.Secret{})
 	}

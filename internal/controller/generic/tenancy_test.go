@@ -18,6 +18,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -104,10 +105,9 @@ func TestRefusalAtAdoptTimeStaysOnReady(t *testing.T) {
 	holder := mgTeam("team-a", "holder", "uid-holder", "6", "default", time.Hour)
 	cr := mgTeam("team-b", "taker", "uid-taker", "", "default", 0)
 	ext := &refusing{owners: owners(t, holder)}
-	r := NewRefusals()
 	now := time.Now()
-	r.now = func() time.Time { return now }
-	e := remembered[*v1alpha1.Team](r, ext)
+	r := adjust.NewRefusalsOn(func() time.Time { return now })
+	e := adjust.Remembered[*v1alpha1.Team](r, ext)
 	if _, err := e.Create(t.Context(), cr); err == nil {
 		t.Fatal("Create adopted another MR's team")
 	}
@@ -118,7 +118,7 @@ func TestRefusalAtAdoptTimeStaysOnReady(t *testing.T) {
 	if c := cr.GetCondition(xpv2.TypeReady); c.Reason != extclient.ReasonResourceNotOwned {
 		t.Errorf("Ready after the next Observe = %s, want %s", c.Reason, extclient.ReasonResourceNotOwned)
 	}
-	now = now.Add(RefusalHold)
+	now = now.Add(adjust.RefusalHold)
 	if _, err := e.Observe(t.Context(), cr); err != nil {
 		t.Errorf("Observe once the hold is over: %v, want the server asked again", err)
 	}
@@ -329,7 +329,7 @@ func (u upToDate) Update(context.Context, *v1alpha1.Team) (managed.ExternalUpdat
 func TestObservedGenerationFollowsSuccess(t *testing.T) {
 	cr := mgTeam("team-a", "web", "w", "5", "default", 0)
 	cr.SetGeneration(3)
-	e := keepingGenerations[*v1alpha1.Team](upToDate{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}})
+	e := adjust.KeepingGenerations[*v1alpha1.Team](upToDate{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}})
 	_, _ = e.Observe(t.Context(), cr)
 	if g := cr.GetObservedGeneration(); g != 0 {
 		t.Errorf("observedGeneration %d after an Observe that found a diff, want 0", g)
@@ -339,7 +339,7 @@ func TestObservedGenerationFollowsSuccess(t *testing.T) {
 		t.Errorf("observedGeneration %d after a successful Update of generation 3, want 3", g)
 	}
 	cr.SetGeneration(4)
-	e = keepingGenerations[*v1alpha1.Team](upToDate{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}})
+	e = adjust.KeepingGenerations[*v1alpha1.Team](upToDate{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}})
 	_, _ = e.Observe(t.Context(), cr)
 	if g := cr.GetObservedGeneration(); g != 4 {
 		t.Errorf("observedGeneration %d after generation 4 was found up to date, want 4", g)

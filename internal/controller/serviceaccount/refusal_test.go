@@ -21,6 +21,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -50,7 +51,7 @@ func TestBootstrapStateLostReachesTheUser(t *testing.T) {
 		Servers:     &generic.Servers{Kube: kube, Reader: kube, Clients: terdut.NewCache()},
 		Credentials: generic.BootstrapKey[*v1alpha1.ServiceAccount](),
 		External:    New,
-		Refusals:    generic.NewRefusals(),
+		Refusals:    adjust.NewRefusals(),
 	}
 	r := managed.NewReconciler(&xpfake.Manager{Client: kube, Scheme: s, Logger: logr.Discard()},
 		resource.ManagedKind(v1alpha1.ServiceAccountGroupVersionKind),

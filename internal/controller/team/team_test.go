@@ -368,7 +368,7 @@ func (k *keys) RevokeTeamKey(_ context.Context, teamID int64) error {
 
 // TestObservationSurvivesTheAPIServer: the status Observe writes equals the
 // one the API server hands back (JSON, times in seconds), so an unchanged
-// Team's status is not written again (generic.QuietStatus compares them).
+// Team's status is not written again (adjust.QuietStatus compares them).
 func TestObservationSurvivesTheAPIServer(t *testing.T) {
 	created := time.Date(2026, 12, 5, 23, 4, 5, 123456789, time.UTC)
 	o := Observation(&terdut.Team{ID: 7, Name: "Platform", CreatedAt: created})

@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// nothingToPublish keeps crossplane-runtime's managed reconciler from
+// NothingToPublish keeps crossplane-runtime's managed reconciler from
 // creating an MR's connection Secret empty. The reconciler publishes the
 // connection details Observe returned on every reconcile, also before the
 // MR's object is made, when there are none: its publisher then creates the
@@ -20,7 +20,7 @@ import (
 // writes to the API server, and no unlabelled Secret the provider's cache
 // cannot hold. An existing Secret is still updated (or refused, when another
 // object controls it) as before: only the empty create is left out.
-func nothingToPublish(mgr ctrl.Manager) ctrl.Manager { return publishingManager{Manager: mgr} }
+func NothingToPublish(mgr ctrl.Manager) ctrl.Manager { return publishingManager{Manager: mgr} }
 
 type publishingManager struct{ ctrl.Manager }
 

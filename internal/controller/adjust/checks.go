@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -29,15 +29,15 @@ func (c *Checks) Describe(ch chan<- *prometheus.Desc) { c.vec.Describe(ch) }
 // Collect implements prometheus.Collector.
 func (c *Checks) Collect(ch chan<- prometheus.Metric) { c.vec.Collect(ch) }
 
-// counting is an external client whose Observe calls are counted.
+// counting is an external client whose Observe calls are Counted.
 type counting[M resource.Managed] struct {
 	managed.TypedExternalClient[M]
 
 	ok, failed prometheus.Counter
 }
 
-// counted wraps e, unless c is nil.
-func counted[M resource.Managed](c *Checks, kind string, e managed.TypedExternalClient[M]) managed.TypedExternalClient[M] {
+// Counted wraps e, unless c is nil.
+func Counted[M resource.Managed](c *Checks, kind string, e managed.TypedExternalClient[M]) managed.TypedExternalClient[M] {
 	if c == nil {
 		return e
 	}

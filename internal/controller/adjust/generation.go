@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -22,7 +22,8 @@ type generations[M resource.Managed] struct {
 	managed.TypedExternalClient[M]
 }
 
-func keepingGenerations[M resource.Managed](e managed.TypedExternalClient[M]) managed.TypedExternalClient[M] {
+// KeepingGenerations is e keeping status.observedGeneration (generations).
+func KeepingGenerations[M resource.Managed](e managed.TypedExternalClient[M]) managed.TypedExternalClient[M] {
 	return generations[M]{TypedExternalClient: e}
 }
 

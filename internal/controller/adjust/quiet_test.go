@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 )
 
 // TestAnUnchangedStatusIsNotSent: crossplane-runtime's reconciler, run
@@ -23,7 +24,7 @@ import (
 // third (the server then failed: ReconcileError), not the second, which
 // changed nothing. Without QuietStatus all three are sent.
 func TestAnUnchangedStatusIsNotSent(t *testing.T) {
-	s := scheme(t)
+	s := controllertest.Scheme(t)
 	for _, tc := range []struct {
 		name  string
 		quiet *QuietStatus
@@ -35,7 +36,7 @@ func TestAnUnchangedStatusIsNotSent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := &v1alpha1.EscalationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "p", Finalizers: []string{"finalizer.managedresource.crossplane.io"}}}
 			meta.SetExternalName(cr, "7")
-			kube, sent := statusCounting(s, cr)
+			kube, sent := controllertest.StatusCounting(s, cr)
 			var observeErr error
 			server := managed.TypedExternalConnectorFn[*v1alpha1.EscalationPolicy](func(context.Context, *v1alpha1.EscalationPolicy) (managed.TypedExternalClient[*v1alpha1.EscalationPolicy], error) {
 				return &managed.TypedExternalClientFns[*v1alpha1.EscalationPolicy]{
@@ -45,7 +46,7 @@ func TestAnUnchangedStatusIsNotSent(t *testing.T) {
 					DisconnectFn: func(context.Context) error { return nil },
 				}, nil
 			})
-			r := newManagedReconciler[*v1alpha1.EscalationPolicy](tc.quiet.manager(fakeManager(kube, s)), v1alpha1.EscalationPolicyGroupVersionKind, server)
+			r := controllertest.NewManagedReconciler[*v1alpha1.EscalationPolicy](tc.quiet.Manager(controllertest.FakeManager(kube, s)), v1alpha1.EscalationPolicyGroupVersionKind, server)
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "p"}}
 			for i := range 3 {
 				if i == 2 {
@@ -75,7 +76,7 @@ func TestAnUnchangedStatusIsNotSent(t *testing.T) {
 // second comes within the hold, never sent. When none comes, it is sent at
 // the hold's end: a user sees Creating late, never not at all.
 func TestTheCreatingStatusIsHeldBack(t *testing.T) {
-	s := scheme(t)
+	s := controllertest.Scheme(t)
 	for _, tc := range []struct {
 		name     string
 		hold     time.Duration
@@ -89,11 +90,11 @@ func TestTheCreatingStatusIsHeldBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"}}
-			kube, sent := statusCounting(s, cr)
-			connect := connectTo(creatingServer[*v1alpha1.Team](nil))
+			kube, sent := controllertest.StatusCounting(s, cr)
+			connect := controllertest.ConnectTo(controllertest.CreatingServer[*v1alpha1.Team](nil))
 			q := NewQuietStatus()
 			q.Hold = tc.hold
-			r := newManagedReconciler[*v1alpha1.Team](q.manager(fakeManager(kube, s)), v1alpha1.TeamGroupVersionKind, connect)
+			r := controllertest.NewManagedReconciler[*v1alpha1.Team](q.Manager(controllertest.FakeManager(kube, s)), v1alpha1.TeamGroupVersionKind, connect)
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "a"}}
 			if _, err := r.Reconcile(t.Context(), req); err != nil {
 				t.Fatal(err)

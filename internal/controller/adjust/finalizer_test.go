@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 )
 
 // TestCreatingWritesTheMRTwice: crossplane-runtime's reconciler creating an
@@ -23,7 +24,7 @@ import (
 // now rides on the pending update. What must not change: the finalizer is
 // stored before the object is created on the server.
 func TestCreatingWritesTheMRTwice(t *testing.T) {
-	s := scheme(t)
+	s := controllertest.Scheme(t)
 	cr := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"}}
 	updates := 0
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
@@ -34,14 +35,14 @@ func TestCreatingWritesTheMRTwice(t *testing.T) {
 	}).Build()
 	finalizedBeforeCreate := false
 	creates := 0
-	connect := connectTo(finalizedOnCreate(creatingServer(func(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
+	connect := controllertest.ConnectTo(FinalizedOnCreate(controllertest.CreatingServer(func(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalCreation, error) {
 		creates++
 		stored := &v1alpha1.Team{}
 		err := kube.Get(ctx, client.ObjectKeyFromObject(cr), stored)
 		finalizedBeforeCreate = meta.FinalizerExists(stored, managed.FinalizerName)
 		return managed.ExternalCreation{}, err
 	})))
-	r := newManagedReconciler[*v1alpha1.Team](fakeManager(kube, s), v1alpha1.TeamGroupVersionKind, connect)
+	r := controllertest.NewManagedReconciler[*v1alpha1.Team](controllertest.FakeManager(kube, s), v1alpha1.TeamGroupVersionKind, connect)
 	if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "a"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestTheFinalizerIsAddedOnlyBeforeACreate(t *testing.T) {
 				now := metav1.Now()
 				cr.SetDeletionTimestamp(&now)
 			}
-			e := finalizedOnCreate[*v1alpha1.Team](&managed.TypedExternalClientFns[*v1alpha1.Team]{
+			e := FinalizedOnCreate[*v1alpha1.Team](&managed.TypedExternalClientFns[*v1alpha1.Team]{
 				ObserveFn: func(context.Context, *v1alpha1.Team) (managed.ExternalObservation, error) {
 					return managed.ExternalObservation{ResourceExists: tc.exists}, nil
 				},

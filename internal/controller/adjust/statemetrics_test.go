@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 )
 
 // TestTheStateMetricsListTheCacheUncopied: the MR state recorder still
@@ -26,7 +27,7 @@ func TestTheStateMetricsListTheCacheUncopied(t *testing.T) {
 	creating := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "b"}}
 	creating.SetConditions(xpv2.Creating())
 	copied := 0
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(ready, creating).WithInterceptorFuncs(interceptor.Funcs{
+	kube := fake.NewClientBuilder().WithScheme(controllertest.Scheme(t)).WithObjects(ready, creating).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			o := (&client.ListOptions{}).ApplyOptions(opts)
 			if o.UnsafeDisableDeepCopy == nil || !*o.UnsafeDisableDeepCopy {

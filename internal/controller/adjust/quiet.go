@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -62,8 +62,8 @@ func (q *QuietStatus) Collect(ch chan<- prometheus.Metric) {
 	q.superseded.Collect(ch)
 }
 
-// manager is mgr, its client quiet, unless q is nil.
-func (q *QuietStatus) manager(mgr ctrl.Manager) ctrl.Manager {
+// Manager is mgr, its client quiet, unless q is nil.
+func (q *QuietStatus) Manager(mgr ctrl.Manager) ctrl.Manager {
 	if q == nil {
 		return mgr
 	}

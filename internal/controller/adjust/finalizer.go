@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -20,7 +20,9 @@ type finalizing[M resource.Managed] struct {
 	managed.TypedExternalClient[M]
 }
 
-func finalizedOnCreate[M resource.Managed](e managed.TypedExternalClient[M]) managed.TypedExternalClient[M] {
+// FinalizedOnCreate is e with the finalizer added in memory before Create
+// (finalizing).
+func FinalizedOnCreate[M resource.Managed](e managed.TypedExternalClient[M]) managed.TypedExternalClient[M] {
 	return finalizing[M]{TypedExternalClient: e}
 }
 

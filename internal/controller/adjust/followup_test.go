@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 )
 
 // TestACreatedMRIsObservedInTheSameTurn: the reconcile that creates an MR's
@@ -25,7 +26,7 @@ import (
 // that does not catch up leaves it to that retry: nothing is observed on a
 // cache that cannot show the create succeeded.
 func TestACreatedMRIsObservedInTheSameTurn(t *testing.T) {
-	s := scheme(t)
+	s := controllertest.Scheme(t)
 	for _, tc := range []struct {
 		name        string
 		followUp    bool
@@ -40,8 +41,8 @@ func TestACreatedMRIsObservedInTheSameTurn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"}}
-			kube, sent := statusCounting(s, cr)
-			server := creatingServer[*v1alpha1.Team](nil)
+			kube, sent := controllertest.StatusCounting(s, cr)
+			server := controllertest.CreatingServer[*v1alpha1.Team](nil)
 			observed, creates := 0, 0
 			observe, create := server.ObserveFn, server.CreateFn
 			server.ObserveFn = func(ctx context.Context, cr *v1alpha1.Team) (managed.ExternalObservation, error) {
@@ -54,7 +55,7 @@ func TestACreatedMRIsObservedInTheSameTurn(t *testing.T) {
 			}
 			q := NewQuietStatus()
 			q.Hold = 100 * time.Millisecond
-			var r reconcile.Reconciler = newManagedReconciler[*v1alpha1.Team](q.manager(fakeManager(kube, s)), v1alpha1.TeamGroupVersionKind, connectTo(server))
+			var r reconcile.Reconciler = controllertest.NewManagedReconciler[*v1alpha1.Team](q.Manager(controllertest.FakeManager(kube, s)), v1alpha1.TeamGroupVersionKind, controllertest.ConnectTo(server))
 			if tc.followUp {
 				var cache client.Reader = kube
 				if tc.staleCache {

@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -23,11 +23,11 @@ func (o observing) Observe(context.Context, *v1alpha1.Team) (managed.ExternalObs
 	return managed.ExternalObservation{ResourceExists: o.err == nil}, o.err
 }
 
-// Each Observe is one check, counted by kind and result.
+// Each Observe is one check, Counted by kind and result.
 func TestChecksCountObserves(t *testing.T) {
 	c := NewChecks()
-	ok := counted[*v1alpha1.Team](c, "Team", observing{})
-	bad := counted[*v1alpha1.Team](c, "Team", observing{err: errors.New("503")})
+	ok := Counted[*v1alpha1.Team](c, "Team", observing{})
+	bad := Counted[*v1alpha1.Team](c, "Team", observing{err: errors.New("503")})
 	for range 3 {
 		if _, err := ok.Observe(t.Context(), &v1alpha1.Team{}); err != nil {
 			t.Fatal(err)
@@ -42,7 +42,7 @@ func TestChecksCountObserves(t *testing.T) {
 	if n := testutil.ToFloat64(c.vec.WithLabelValues("Team", "error")); n != 1 {
 		t.Errorf("failed checks: %v, want 1", n)
 	}
-	if counted[*v1alpha1.Team](nil, "Team", observing{}) != (observing{}) {
+	if Counted[*v1alpha1.Team](nil, "Team", observing{}) != (observing{}) {
 		t.Error("without Checks the client should be handed back as it is")
 	}
 }

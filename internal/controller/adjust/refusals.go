@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -48,7 +48,13 @@ type refused struct {
 
 // NewRefusals returns an empty memory of refusals.
 func NewRefusals() *Refusals {
-	return &Refusals{now: time.Now, hold: RefusalHold, m: map[types.UID]refused{}}
+	return NewRefusalsOn(time.Now)
+}
+
+// NewRefusalsOn returns an empty memory of refusals whose holds are timed on
+// now.
+func NewRefusalsOn(now func() time.Time) *Refusals {
+	return &Refusals{now: now, hold: RefusalHold, m: map[types.UID]refused{}}
 }
 
 // Len is how many MRs are held back by a refusal.
@@ -93,7 +99,8 @@ type remembering[M resource.Managed] struct {
 	r *Refusals
 }
 
-func remembered[M resource.Managed](r *Refusals, e managed.TypedExternalClient[M]) managed.TypedExternalClient[M] {
+// Remembered is e whose Create refusals r keeps (remembering).
+func Remembered[M resource.Managed](r *Refusals, e managed.TypedExternalClient[M]) managed.TypedExternalClient[M] {
 	if r == nil {
 		return e
 	}

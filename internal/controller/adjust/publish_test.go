@@ -1,4 +1,4 @@
-package generic
+package adjust
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -16,6 +17,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 )
 
 // TestNoEmptyConnectionSecretBeforeCreate: crossplane-runtime's reconciler
@@ -25,7 +27,7 @@ import (
 // what Create published, and a Secret another object controls is still
 // refused before anything is made.
 func TestNoEmptyConnectionSecretBeforeCreate(t *testing.T) {
-	s := scheme(t)
+	s := controllertest.Scheme(t)
 	key := types.NamespacedName{Namespace: "team-a", Name: "am"}
 	newCR := func() *v1alpha1.Integration {
 		cr := &v1alpha1.Integration{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "u1"}}
@@ -37,7 +39,7 @@ func TestNoEmptyConnectionSecretBeforeCreate(t *testing.T) {
 	t.Run("created by Create, not before", func(t *testing.T) {
 		cr := newCR()
 		secretCreates := 0
-		kube := fakeBuilder(t).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
+		kube := fake.NewClientBuilder().WithScheme(controllertest.Scheme(t)).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(interceptor.Funcs{
 			Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
 				if _, ok := o.(*corev1.Secret); ok {
 					secretCreates++
@@ -46,12 +48,12 @@ func TestNoEmptyConnectionSecretBeforeCreate(t *testing.T) {
 			},
 		}).Build()
 		existedBeforeCreate := true
-		connect := connectTo(creatingServer(func(ctx context.Context, _ *v1alpha1.Integration) (managed.ExternalCreation, error) {
+		connect := controllertest.ConnectTo(controllertest.CreatingServer(func(ctx context.Context, _ *v1alpha1.Integration) (managed.ExternalCreation, error) {
 			err := kube.Get(ctx, secretKey, &corev1.Secret{})
 			existedBeforeCreate = !kerrors.IsNotFound(err)
 			return managed.ExternalCreation{ConnectionDetails: managed.ConnectionDetails{"url": []byte("u"), "key": []byte("k")}}, nil
 		}))
-		r := newManagedReconciler[*v1alpha1.Integration](nothingToPublish(fakeManager(kube, s)), v1alpha1.IntegrationGroupVersionKind, connect)
+		r := controllertest.NewManagedReconciler[*v1alpha1.Integration](NothingToPublish(controllertest.FakeManager(kube, s)), v1alpha1.IntegrationGroupVersionKind, connect)
 		if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
 		}
@@ -71,13 +73,13 @@ func TestNoEmptyConnectionSecretBeforeCreate(t *testing.T) {
 	t.Run("another object's Secret is refused before Create", func(t *testing.T) {
 		cr := newCR()
 		foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretKey.Namespace, Name: secretKey.Name}, Data: map[string][]byte{"x": []byte("y")}}
-		kube := fakeBuilder(t).WithObjects(cr, foreign).WithStatusSubresource(cr).Build()
+		kube := fake.NewClientBuilder().WithScheme(controllertest.Scheme(t)).WithObjects(cr, foreign).WithStatusSubresource(cr).Build()
 		created := false
-		connect := connectTo(creatingServer(func(context.Context, *v1alpha1.Integration) (managed.ExternalCreation, error) {
+		connect := controllertest.ConnectTo(controllertest.CreatingServer(func(context.Context, *v1alpha1.Integration) (managed.ExternalCreation, error) {
 			created = true
 			return managed.ExternalCreation{}, nil
 		}))
-		r := newManagedReconciler[*v1alpha1.Integration](nothingToPublish(fakeManager(kube, s)), v1alpha1.IntegrationGroupVersionKind, connect)
+		r := controllertest.NewManagedReconciler[*v1alpha1.Integration](NothingToPublish(controllertest.FakeManager(kube, s)), v1alpha1.IntegrationGroupVersionKind, connect)
 		_, _ = r.Reconcile(t.Context(), reconcile.Request{NamespacedName: key})
 		if created {
 			t.Error("Create ran although the connection Secret is another object's")
