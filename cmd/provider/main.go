@@ -46,9 +46,11 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	tcontroller "git.ryuvia.com/niklas/provider-terdut/internal/controller"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/schedule"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/secretcache"
 	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 	"git.ryuvia.com/niklas/provider-terdut/internal/version"
 )
@@ -235,7 +237,7 @@ func run(f flags) error {
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	checks := adjust.NewChecks()
 	quiet := adjust.NewQuietStatus()
-	watched := &generic.WatchedSecrets{CoreV1: coreV1, Fallback: mgr.GetClient(), Direct: mgr.GetAPIReader()}
+	watched := &secretcache.WatchedSecrets{CoreV1: coreV1, Fallback: mgr.GetClient(), Direct: mgr.GetAPIReader()}
 	held := schedule.NewHeldRequests()
 	metrics.Registry.MustRegister(mrMetrics, stateMetrics, checks, quiet, held, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "provider_terdut_secret_watches",
@@ -255,11 +257,11 @@ func run(f flags) error {
 				MRStateMetrics:          stateMetrics,
 			},
 		},
-		Servers: &generic.Servers{
+		Servers: &credentials.Servers{
 			Kube:       watched,
 			Reader:     mgr.GetAPIReader(),
 			Clients:    terdut.NewCache(),
-			TeamKeys:   &generic.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace},
+			TeamKeys:   &credentials.TeamKeys{Kube: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace},
 			ListMaxAge: f.listMaxAge,
 		},
 		Naive:               f.naive,
@@ -308,7 +310,7 @@ func run(f flags) error {
 // names, versions and conditions) - in a cluster of many providers those are
 // most of the cache - and only the Secrets the provider writes (newClient
 // reads any other past the cache; provider configs' Secrets are watched one
-// by one: generic.WatchedSecrets).
+// by one: secretcache.WatchedSecrets).
 
 func cacheOptions(sync time.Duration) cache.Options {
 	return cache.Options{
@@ -316,7 +318,7 @@ func cacheOptions(sync time.Duration) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
-			&corev1.Secret{}: generic.OwnSecrets(),
+			&corev1.Secret{}: secretcache.OwnSecrets(),
 		},
 	}
 }
@@ -332,7 +334,7 @@ func newClient(cfg *rest.Config, o client.Options) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return generic.SecretsPastTheCache(cached, direct), nil
+	return secretcache.SecretsPastTheCache(cached, direct), nil
 }
 
 // seatsMetrics say how many of the provider's requests to the API server

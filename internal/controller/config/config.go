@@ -20,6 +20,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
@@ -95,7 +96,7 @@ type Forgetting struct {
 func (f *Forgetting) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	err := f.Kube.Get(ctx, req.NamespacedName, f.NewObject())
 	if kerrors.IsNotFound(err) {
-		f.Clients.Forget(generic.ConfigID(f.Kind, req.Namespace, req.Name))
+		f.Clients.Forget(credentials.ConfigID(f.Kind, req.Namespace, req.Name))
 	}
 	return f.Reconciler.Reconcile(ctx, req)
 }

@@ -119,3 +119,14 @@ func CachedSecrets(api client.WithWatch, key, value string) client.Client {
 		},
 	})
 }
+
+// ValidKeys counts the keys the double d would accept.
+func ValidKeys(d *terdutdouble.Server) int {
+	n := 0
+	for _, k := range d.Keys() {
+		if k.Valid {
+			n++
+		}
+	}
+	return n
+}

@@ -18,6 +18,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
@@ -52,7 +53,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		External:       New,
 		ObservedTeam:   func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.TeamID },
 		TeamOf:         teamOf,
-		Credentials:    generic.TeamKey(teamOf),
+		Credentials:    credentials.TeamKey(teamOf),
 		OwnAnnotations: extclient.AttemptAnnotations(),
 		TeamRefs: func(cr *v1alpha1.DeadmanSwitch) []string {
 			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)

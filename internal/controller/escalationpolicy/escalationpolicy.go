@@ -19,6 +19,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
@@ -58,7 +59,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		External:     New,
 		ObservedTeam: func(cr *v1alpha1.EscalationPolicy) int64 { return cr.Status.AtProvider.TeamID },
 		TeamOf:       teamOf,
-		Credentials:  generic.TeamKey(teamOf),
+		Credentials:  credentials.TeamKey(teamOf),
 		TeamRefs: func(cr *v1alpha1.EscalationPolicy) []string {
 			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
 		},

@@ -12,6 +12,8 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -23,7 +25,7 @@ func TestConnectOptionalCredentialsKeepCABundle(t *testing.T) {
 	hs := httptest.NewTLSServer(terdutdouble.New(terdutdouble.Options{}).Handler())
 	defer hs.Close()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw})
-	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}, Spec: cspec("crossplane-system", "not-written-yet")}
+	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}, Spec: controllertest.CPCSpec("crossplane-system", "not-written-yet")}
 	cpc.Spec.Endpoint = hs.URL
 	cpc.Spec.CABundleSecretRef = &v1alpha1.SecretKeySelector{Namespace: "crossplane-system", Name: "ca", Key: "ca.crt"}
 	kube := fakeBuilder(t).WithObjects(cpc,
@@ -32,7 +34,7 @@ func TestConnectOptionalCredentialsKeepCABundle(t *testing.T) {
 	sa := &v1alpha1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "bootstrap", UID: "sa"}}
 	sa.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "fresh"})
 
-	c := newTestConnector(kube, func() resource.ManagedList { return &v1alpha1.ServiceAccountList{} }, "ServiceAccount", BootstrapKey[*v1alpha1.ServiceAccount]())
+	c := newTestConnector(kube, func() resource.ManagedList { return &v1alpha1.ServiceAccountList{} }, "ServiceAccount", credentials.BootstrapKey[*v1alpha1.ServiceAccount]())
 	if _, err := c.Connect(t.Context(), sa); err != nil {
 		t.Fatalf("Connect without the key yet: %v", err)
 	}

@@ -1,14 +1,16 @@
-// Package generic holds what every managed-resource kind of the provider
-// shares: one connector (provider config lookup, usage tracking, consent and
-// ownership gates, credentials, the client cache) and one setup (gating,
-// management policies, change logs, metrics, rate limiting). A kind supplies
-// only its external client and its credential strategy.
+// Package generic wires every managed-resource kind of the provider: one
+// connector (provider config lookup, usage tracking, the consent and
+// ownership gates that keep a tenant to its own namespace and team) and one
+// setup (watches and indexes, management policies, change logs, metrics,
+// rate limiting). A kind supplies only its external client and its
+// credential strategy. What the kinds' external clients share is in
+// extclient, credentials in credentials, the changes to crossplane-runtime's
+// reconciler in adjust, and when reconciles run in schedule.
 package generic
 
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -20,15 +22,12 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
-	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
 )
 
 const (
 	errTrackUsage = "cannot track provider config usage"
-	errNoPCRef    = "spec.providerConfigRef is not set"
-	errPCKind     = "spec.providerConfigRef.kind must be ProviderConfig or ClusterProviderConfig"
-	errGetPC      = "cannot get %s %q"
 )
 
 // Deps are what a kind's external client is built from on each Connect.
@@ -38,7 +37,7 @@ type Deps struct {
 	Client *terdut.Client
 	// Conn is that server: for a kind that needs other keys (a
 	// ServiceAccount) or cleans up team keys (a Team).
-	Conn *Conn
+	Conn *credentials.Conn
 	// Kube reads and writes Kubernetes objects (connection Secrets).
 	Kube client.Client
 	// Reader reads past the cache: for a Secret the external client has
@@ -67,10 +66,10 @@ type Connector[M resource.ModernManaged] struct {
 	Kube        client.Client
 	Reader      client.Reader
 	Usage       Tracker
-	Servers     *Servers
+	Servers     *credentials.Servers
 	Record      event.Recorder
 	Gates       []Gate[M]
-	Credentials Credentials[M]
+	Credentials credentials.Credentials[M]
 	Owners      Owners
 	External    func(Deps) managed.TypedExternalClient[M]
 	// Checks counts this kind's Observe calls (nil: not counted).
@@ -91,7 +90,7 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if err := c.Usage.Track(ctx, mg); err != nil && !meta.WasDeleted(mg) {
 		return nil, errors.Wrap(err, errTrackUsage)
 	}
-	cfg, err := ResolveProviderConfig(ctx, c.Kube, mg)
+	cfg, err := credentials.ResolveProviderConfig(ctx, c.Kube, mg)
 	if err != nil {
 		return nil, err
 	}
@@ -107,10 +106,9 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if err != nil {
 		return nil, err
 	}
-	conn.namespace = mg.GetNamespace()
-	conn.teamMR = func(ctx context.Context, teamID int64) (*v1alpha1.Team, error) {
+	conn.ForNamespace(mg.GetNamespace(), func(ctx context.Context, teamID int64) (*v1alpha1.Team, error) {
 		return c.Owners.OwnTeam(ctx, mg, teamID)
-	}
+	})
 	cl, err := c.Credentials.Client(ctx, conn, mg)
 	if err != nil {
 		return nil, err
@@ -118,67 +116,18 @@ func (c *Connector[M]) Connect(ctx context.Context, mg M) (managed.TypedExternal
 	if cl == nil {
 		return untouched[M]{}, nil
 	}
-	return adjust.Remembered(c.Refusals, adjust.FinalizedOnCreate(adjust.KeepingGenerations(adjust.Counted(c.Checks, c.Kind, c.External(Deps{
-		Client: cl, Conn: conn, Kube: c.Kube, Reader: pastCache(c.Reader, c.Kube), Record: c.Record,
+	return c.adjusted(c.External(Deps{
+		Client: cl, Conn: conn, Kube: c.Kube, Reader: credentials.PastCache(c.Reader, c.Kube), Record: c.Record,
 		Adopter: extclient.Adopter{Check: c.Owners.Adoptable(mg), Record: c.Record, Object: mg, Since: mg.GetCreationTimestamp().Time},
 		Absence: c.Absence,
-	}))))), nil
+	})), nil
 }
 
-// pastCache is r, the API reader, or kube when there is none (unit tests,
-// where kube is not a cache).
-func pastCache(r client.Reader, kube client.Reader) client.Reader {
-	if r != nil {
-		return r
-	}
-	return kube
-}
-
-// A Config is a resolved ProviderConfig or ClusterProviderConfig.
-type Config struct {
-	Kind      string
-	Name      string
-	Namespace string // empty for a ClusterProviderConfig
-	Spec      v1alpha1.ProviderConfigSpec
-	// Consent is a ClusterProviderConfig's; nil for a ProviderConfig, which
-	// serves its own namespace only.
-	Consent *Consent
-}
-
-// Consent is who may use a ClusterProviderConfig besides its home namespace.
-type Consent struct {
-	HomeNamespace string
-	Allowed       v1alpha1.AllowedNamespaces
-}
-
-// ID names the config in the client cache.
-func (c Config) ID() string { return ConfigID(c.Kind, c.Namespace, c.Name) }
-
-// ConfigID names a provider config in the client cache: its kind, its
-// namespace (none for a ClusterProviderConfig) and its name.
-func ConfigID(kind, namespace, name string) string { return teamkey.ConfigID(kind, namespace, name) }
-
-// ResolveProviderConfig gets the provider config mg references: a
-// ProviderConfig in mg's namespace, or a ClusterProviderConfig.
-func ResolveProviderConfig(ctx context.Context, kube client.Reader, mg resource.ModernManaged) (Config, error) {
-	ref := mg.GetProviderConfigReference()
-	if ref == nil || ref.Name == "" {
-		return Config{}, errors.New(errNoPCRef)
-	}
-	switch ref.Kind {
-	case v1alpha1.ProviderConfigKind:
-		pc := &v1alpha1.ProviderConfig{}
-		if err := kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
-			return Config{}, errors.Wrapf(err, errGetPC, ref.Kind, mg.GetNamespace()+"/"+ref.Name)
-		}
-		return Config{Kind: ref.Kind, Name: pc.Name, Namespace: pc.Namespace, Spec: pc.Spec}, nil
-	case v1alpha1.ClusterProviderConfigKind:
-		pc := &v1alpha1.ClusterProviderConfig{}
-		if err := kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
-			return Config{}, errors.Wrapf(err, errGetPC, ref.Kind, ref.Name)
-		}
-		return Config{Kind: ref.Kind, Name: pc.Name, Spec: pc.Spec.ProviderConfigSpec, Consent: &Consent{HomeNamespace: pc.Spec.HomeNamespace, Allowed: pc.Spec.AllowedNamespaces}}, nil
-	default:
-		return Config{}, errors.New(errPCKind)
-	}
+// adjusted is the kind's external client e with the changes to the
+// runtime's behaviour around it, innermost first (see package adjust).
+func (c *Connector[M]) adjusted(e managed.TypedExternalClient[M]) managed.TypedExternalClient[M] {
+	e = adjust.Counted(c.Checks, c.Kind, e) // provider_terdut_checks_total
+	e = adjust.KeepingGenerations(e)        // status.observedGeneration
+	e = adjust.FinalizedOnCreate(e)         // no write for the finalizer alone
+	return adjust.Remembered(c.Refusals, e) // a Create's refusal stays on Ready
 }

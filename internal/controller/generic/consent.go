@@ -15,6 +15,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
@@ -41,13 +42,13 @@ func IsNotPermitted(err error) bool {
 // A Gate admits mg to its provider config's server, or refuses it and sets
 // the condition users see. A refusal that IsUntouchable means mg has nothing
 // of its own on the server: being deleted, it goes without a request.
-type Gate[M resource.ModernManaged] func(ctx context.Context, mg M, cfg Config) error
+type Gate[M resource.ModernManaged] func(ctx context.Context, mg M, cfg credentials.Config) error
 
 // ConsentGate admits an MR whose namespace its provider config admits
 // (Permitted); the provider's own namespace is the platform's and always
 // admitted. observed is the server ID the MR last observed (nil: none).
 func ConsentGate[M resource.ModernManaged](kube client.Reader, providerNamespace string, observed func(M) int64) Gate[M] {
-	return func(ctx context.Context, mg M, cfg Config) error {
+	return func(ctx context.Context, mg M, cfg credentials.Config) error {
 		if providerNamespace != "" && mg.GetNamespace() == providerNamespace {
 			return nil
 		}
@@ -84,7 +85,7 @@ func observedWhilePermitted[M resource.ModernManaged](mg M, observed func(M) int
 // a ProviderConfig its own namespace only (it is only ever looked up there);
 // a ClusterProviderConfig its home namespace and what allowedNamespaces
 // admits. It reads the Namespace only for from: Selector.
-func Permitted(ctx context.Context, kube client.Reader, cfg Config, ns string) error {
+func Permitted(ctx context.Context, kube client.Reader, cfg credentials.Config, ns string) error {
 	c := cfg.Consent
 	if c == nil {
 		if cfg.Namespace == ns {

@@ -14,6 +14,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 )
 
 // testConnector is a Connector wired the way Setup wires one, over kube (a
@@ -22,7 +23,7 @@ import (
 type testConnector[M resource.ModernManaged] struct {
 	*Connector[M]
 	got     *Deps
-	servers *Servers
+	servers *credentials.Servers
 }
 
 type connectorOption[M resource.ModernManaged] func(*Connector[M])
@@ -34,9 +35,9 @@ func withTeamOf[M resource.ModernManaged](teamOf func(M) (int64, bool)) connecto
 	}
 }
 
-func newTestConnector[M resource.ModernManaged](kube client.Client, list func() resource.ManagedList, kind string, creds Credentials[M], opts ...connectorOption[M]) testConnector[M] {
+func newTestConnector[M resource.ModernManaged](kube client.Client, list func() resource.ManagedList, kind string, creds credentials.Credentials[M], opts ...connectorOption[M]) testConnector[M] {
 	tc := testConnector[M]{got: &Deps{}}
-	tc.servers = &Servers{Kube: kube, Clients: terdut.NewCache(), TeamKeys: &TeamKeys{Kube: kube, Namespace: "crossplane-system"}}
+	tc.servers = &credentials.Servers{Kube: kube, Clients: terdut.NewCache(), TeamKeys: &credentials.TeamKeys{Kube: kube, Namespace: "crossplane-system"}}
 	owners := Owners{Kube: kube, NewList: list, Kind: kind}
 	tc.Connector = &Connector[M]{
 		Kube: kube, Usage: &tracked{}, Servers: tc.servers, Record: event.NewNopRecorder(),

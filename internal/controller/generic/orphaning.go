@@ -10,6 +10,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 )
 
 // Orphaning runs Before on an MR that is deleted while its management
@@ -28,7 +30,7 @@ type Orphaning[M resource.Managed] struct {
 func (o Orphaning[M]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	mg := o.New()
 	if err := o.Kube.Get(ctx, req.NamespacedName, mg); err == nil && meta.WasDeleted(mg) &&
-		!Allows(mg, xpv2.ManagementActionDelete) && meta.FinalizerExists(mg, managed.FinalizerName) {
+		!credentials.Allows(mg, xpv2.ManagementActionDelete) && meta.FinalizerExists(mg, managed.FinalizerName) {
 		if err := o.Before(ctx, mg); err != nil {
 			return reconcile.Result{}, err
 		}

@@ -16,6 +16,8 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 )
 
 // TestAnOrphanedTeamWithoutCredentialsIsLetGo: a namespace is deleted. Its
@@ -24,8 +26,8 @@ import (
 // none left, the Team is let go (with a Warning), not held for ever, and its
 // namespace with it.
 func TestAnOrphanedTeamWithoutCredentialsIsLetGo(t *testing.T) {
-	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "pc"}, Spec: spec("team-a", "creds")} // no Secret "creds"
-	cr := teamUsing(v1alpha1.ProviderConfigKind, "pc")
+	pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "pc"}, Spec: controllertest.PCSpec("team-a", "creds")} // no Secret "creds"
+	cr := controllertest.TeamUsing(v1alpha1.ProviderConfigKind, "pc")
 	meta.SetExternalName(cr, "5")
 	cr.Status.AtProvider.ID = 5
 	cr.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve})
@@ -38,8 +40,8 @@ func TestAnOrphanedTeamWithoutCredentialsIsLetGo(t *testing.T) {
 		Kube: kube, NewList: func() resource.ManagedList { return &v1alpha1.TeamList{} }, Kind: "Team",
 		Observed: func(mg resource.Managed) int64 { return mg.(*v1alpha1.Team).Status.AtProvider.ID },
 	}
-	servers := &Servers{Kube: kube, Clients: terdut.NewCache(), TeamKeys: &TeamKeys{Kube: kube, Namespace: "crossplane-system"}}
-	k := Kind[*v1alpha1.Team]{Orphaned: func(ctx context.Context, cr *v1alpha1.Team, c *Conn) error {
+	servers := &credentials.Servers{Kube: kube, Clients: terdut.NewCache(), TeamKeys: &credentials.TeamKeys{Kube: kube, Namespace: "crossplane-system"}}
+	k := Kind[*v1alpha1.Team]{Orphaned: func(ctx context.Context, cr *v1alpha1.Team, c *credentials.Conn) error {
 		return c.RevokeTeamKey(ctx, cr.Status.AtProvider.ID)
 	}}
 	inner := 0

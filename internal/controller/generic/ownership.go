@@ -14,6 +14,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
@@ -40,7 +41,7 @@ const (
 // in: a child being deleted whose team is no longer that one (its teamId
 // edited) is refused, and so touches nothing and gets no team's key.
 func OwnershipGate[M resource.ModernManaged](o Owners, teamOf func(M) (int64, bool), observedTeam func(M) int64) Gate[M] {
-	return func(ctx context.Context, mg M, _ Config) error {
+	return func(ctx context.Context, mg M, _ credentials.Config) error {
 		if err := o.CheckExternalName(ctx, mg); err != nil || teamOf == nil {
 			return err
 		}
@@ -92,11 +93,11 @@ func (o Owners) serverOf(ctx context.Context, a, b resource.Managed) (same, assu
 	if *ra == *rb && (ra.Kind == v1alpha1.ClusterProviderConfigKind || a.GetNamespace() == b.GetNamespace()) {
 		return true, false, nil
 	}
-	ca, err := ResolveProviderConfig(ctx, o.Kube, ma)
+	ca, err := credentials.ResolveProviderConfig(ctx, o.Kube, ma)
 	if err != nil {
 		return false, false, errors.Wrap(err, errListManagers)
 	}
-	cb, err := ResolveProviderConfig(ctx, o.Kube, mb)
+	cb, err := credentials.ResolveProviderConfig(ctx, o.Kube, mb)
 	if err != nil {
 		return true, true, nil //nolint:nilerr // Unreadable: taken as the same server, see above.
 	}

@@ -14,6 +14,8 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
@@ -22,7 +24,7 @@ var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 // mgTeam is a Team MR; with an external name, it has observed that team
 // (its status says so), as an admitted Team that made or imported it has.
 func mgTeam(ns, name, uid, externalName, pc string, age time.Duration) *v1alpha1.Team {
-	cr := teamUsing("ClusterProviderConfig", pc)
+	cr := controllertest.TeamUsing("ClusterProviderConfig", pc)
 	cr.Namespace, cr.Name, cr.UID = ns, name, types.UID(uid)
 	cr.CreationTimestamp = metav1.NewTime(t0.Add(-age))
 	if externalName != "" {
@@ -45,7 +47,7 @@ func claiming(ns, name, uid, externalName, pc string, age time.Duration) *v1alph
 // another.
 func configs() []client.Object {
 	c := func(name, endpoint string) client.Object {
-		cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: cspec("crossplane-system", "creds")}
+		cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: controllertest.CPCSpec("crossplane-system", "creds")}
 		cpc.Spec.Endpoint = endpoint
 		return cpc
 	}
@@ -176,10 +178,10 @@ func TestConnectLetsANotOwnedMRGoUntouched(t *testing.T) {
 	grab.SetFinalizers([]string{"f"})
 	kube := fakeBuilder(t).WithObjects(
 		first, grab,
-		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})},
-		keySecret("crossplane-system", "creds", "tdk_instance"),
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: controllertest.CPCSpec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})},
+		controllertest.KeySecret("crossplane-system", "creds", "tdk_instance"),
 	).Build()
-	c := newTestConnector(kube, teams, "Team", InstanceKey[*v1alpha1.Team]())
+	c := newTestConnector(kube, teams, "Team", credentials.InstanceKey[*v1alpha1.Team]())
 	ext, err := c.Connect(t.Context(), grab)
 	if called := c.got.Client != nil; err != nil || called {
 		t.Fatalf("Connect of a not-owned MR being deleted = %v (real client built: %v); want the untouched client", err, called)

@@ -16,6 +16,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
@@ -89,7 +90,7 @@ func (r References) waitingForTeam(ctx context.Context, mg resource.Managed) {
 			msg = fmt.Sprintf(msgTeamNoIDWhy, name, c.Status, c.Reason, c.Message)
 		}
 	}
-	extclient.Mark(mg, extclient.Unavailable(ReasonWaitingForTeam, msg))
+	extclient.Mark(mg, extclient.Unavailable(credentials.ReasonWaitingForTeam, msg))
 }
 
 // ResolveReferences implements managed.ReferenceResolver.

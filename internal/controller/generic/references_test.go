@@ -19,6 +19,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 )
 
@@ -145,8 +146,8 @@ func TestAChildWaitingForItsTeamSaysSo(t *testing.T) {
 		if err := r.ResolveReferences(t.Context(), sw); err == nil {
 			t.Errorf("teamIdRef %q resolved", ref)
 		}
-		if c := sw.GetCondition(xpv2.TypeReady); c.Reason != ReasonWaitingForTeam || c.Message != want {
-			t.Errorf("teamIdRef %q: Ready %q %q, want %q %q", ref, c.Reason, c.Message, ReasonWaitingForTeam, want)
+		if c := sw.GetCondition(xpv2.TypeReady); c.Reason != credentials.ReasonWaitingForTeam || c.Message != want {
+			t.Errorf("teamIdRef %q: Ready %q %q, want %q %q", ref, c.Reason, c.Message, credentials.ReasonWaitingForTeam, want)
 		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/schedule"
 	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
@@ -41,7 +42,7 @@ type Options struct {
 	controller.Options
 
 	// Servers is the process's client cache and team-scoped keys.
-	Servers *Servers
+	Servers *credentials.Servers
 
 	// ManagementPolicies turns spec.managementPolicies on (the default).
 	ManagementPolicies bool
@@ -167,7 +168,7 @@ type Kind[M resource.ModernManaged] struct {
 	// that belong to no team. That team must be a Team of its namespace.
 	TeamOf func(M) (int64, bool)
 	// Credentials choose the key the kind talks to the server with.
-	Credentials Credentials[M]
+	Credentials credentials.Credentials[M]
 	// Observed is the server ID the MR last observed (its status); it says
 	// whether the MR ever saw its object while its namespace was admitted.
 	Observed func(M) int64
@@ -185,7 +186,7 @@ type Kind[M resource.ModernManaged] struct {
 	// while its policies leave out Delete (a Team's scoped key), with its
 	// provider config's server; nil for none. It runs only for an MR that
 	// holds its object.
-	Orphaned func(ctx context.Context, mg M, conn *Conn) error
+	Orphaned func(ctx context.Context, mg M, conn *credentials.Conn) error
 }
 
 // SetupGated sets the kind's controller up once its CRD is established when
@@ -334,7 +335,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 // An MR whose provider config or its key is gone (its namespace being
 // deleted, say) cannot clean up: it is let go, with a Warning that says what
 // is left, rather than held for ever.
-func orphaned[M resource.ModernManaged](kube client.Reader, servers *Servers, owners Owners, record event.Recorder, k Kind[M]) func(context.Context, M) error {
+func orphaned[M resource.ModernManaged](kube client.Reader, servers *credentials.Servers, owners Owners, record event.Recorder, k Kind[M]) func(context.Context, M) error {
 	return func(ctx context.Context, mg M) error {
 		if !owners.holds(mg) {
 			return nil
@@ -345,14 +346,14 @@ func orphaned[M resource.ModernManaged](kube client.Reader, servers *Servers, ow
 			}
 			return err
 		}
-		cfg, err := ResolveProviderConfig(ctx, kube, mg)
+		cfg, err := credentials.ResolveProviderConfig(ctx, kube, mg)
 		if err == nil {
-			var conn *Conn
+			var conn *credentials.Conn
 			if conn, err = servers.Conn(ctx, cfg); err == nil {
 				err = k.Orphaned(ctx, mg, conn)
 			}
 		}
-		if kerrors.IsNotFound(err) || IsCredentialsMissing(err) {
+		if kerrors.IsNotFound(err) || credentials.IsCredentialsMissing(err) {
 			record.Event(mg, event.Warning(reasonCannotCleanUp, errors.Wrap(err, errOrphanCleanup)))
 			return nil
 		}

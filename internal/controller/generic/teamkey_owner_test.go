@@ -16,6 +16,8 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -30,14 +32,14 @@ func twoTeams(t *testing.T, objs func(a, b int64) []client.Object) (*terdutdoubl
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
 	a, _ := instance.CreateTeam(t.Context(), "Alpha")
 	b, _ := instance.CreateTeam(t.Context(), "Beta")
-	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
+	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: controllertest.CPCSpec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
 	cpc.Spec.Endpoint = hs.URL
-	kube := fakeBuilder(t).WithObjects(append(objs(a.ID, b.ID), cpc, keySecret("crossplane-system", "creds", "tdk_instance"))...).Build()
+	kube := fakeBuilder(t).WithObjects(append(objs(a.ID, b.ID), cpc, controllertest.KeySecret("crossplane-system", "creds", "tdk_instance"))...).Build()
 	teamOf := func(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
 		return extclient.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
 	}
 	observed := func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.ID }
-	c := newTestConnector(kube, func() resource.ManagedList { return &v1alpha1.DeadmanSwitchList{} }, "DeadmanSwitch", TeamKey(teamOf), func(c *Connector[*v1alpha1.DeadmanSwitch]) {
+	c := newTestConnector(kube, func() resource.ManagedList { return &v1alpha1.DeadmanSwitchList{} }, "DeadmanSwitch", credentials.TeamKey(teamOf), func(c *Connector[*v1alpha1.DeadmanSwitch]) {
 		c.Owners.Observed = func(mg resource.Managed) int64 { return observed(mg.(*v1alpha1.DeadmanSwitch)) }
 		c.Gates = []Gate[*v1alpha1.DeadmanSwitch]{ConsentGate(c.Kube, "crossplane-system", observed), OwnershipGate(c.Owners, teamOf, func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.TeamID })}
 	})
@@ -111,8 +113,8 @@ func TestARevokeWaitsForAMintUnderWay(t *testing.T) {
 	defer hs.Close()
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
 	team, _ := instance.CreateTeam(t.Context(), "Platform")
-	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
-	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	k := &credentials.TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
+	cfg := credentials.Config{Kind: "ClusterProviderConfig", Name: "default", Spec: controllertest.PCSpec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
 	revoked := make(chan error, 1)
 	may := func(ctx context.Context) error {
@@ -129,7 +131,7 @@ func TestARevokeWaitsForAMintUnderWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	held, _ := k.Held(t.Context(), cfg, team.ID)
-	if n := validKeys(double); n != 0 || held {
+	if n := controllertest.ValidKeys(double); n != 0 || held {
 		t.Errorf("after the Team's Revoke returned: %d valid team keys, Secret kept %t; want none", n, held)
 	}
 }

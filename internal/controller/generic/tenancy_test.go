@@ -19,6 +19,8 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -37,8 +39,8 @@ func TestNamespacedConfigReadsOnlySecrets(t *testing.T) {
 		"Filesystem":  {Source: xpv2.CredentialsSourceFilesystem, Fs: &xpv2.FsSelector{Path: file}},
 		"Environment": {Source: xpv2.CredentialsSourceEnvironment, Env: &xpv2.EnvSelector{Name: "PROVIDER_OWN_SECRET"}},
 	} {
-		cfg := Config{Kind: v1alpha1.ProviderConfigKind, Name: "evil", Namespace: "tenant-b", Spec: v1alpha1.ProviderConfigSpec{Endpoint: "http://127.0.0.1:1", Credentials: creds}}
-		o, err := ClientOptions(t.Context(), kube, cfg)
+		cfg := credentials.Config{Kind: v1alpha1.ProviderConfigKind, Name: "evil", Namespace: "tenant-b", Spec: v1alpha1.ProviderConfigSpec{Endpoint: "http://127.0.0.1:1", Credentials: creds}}
+		o, err := credentials.ClientOptions(t.Context(), kube, cfg)
 		if err == nil || o.Token != "" {
 			t.Errorf("%s: a namespaced ProviderConfig read a key of length %d (err %v); want a refusal", name, len(o.Token), err)
 		}
@@ -47,7 +49,7 @@ func TestNamespacedConfigReadsOnlySecrets(t *testing.T) {
 		}
 		// The platform's ClusterProviderConfig may still use them.
 		cfg.Kind, cfg.Namespace = v1alpha1.ClusterProviderConfigKind, ""
-		if o, err := ClientOptions(t.Context(), kube, cfg); err != nil || o.Token == "" {
+		if o, err := credentials.ClientOptions(t.Context(), kube, cfg); err != nil || o.Token == "" {
 			t.Errorf("%s: a ClusterProviderConfig could not read its key: %v", name, err)
 		}
 	}
@@ -63,12 +65,12 @@ func TestTeamKeysMintOnlyOnTheTeamsOwnAccount(t *testing.T) {
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
 	team, _ := instance.CreateTeam(t.Context(), "Platform")
 	other, _ := instance.CreateTeam(t.Context(), "Other")
-	planted, err := instance.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: AccountName(team.ID), Scope: terdut.ScopeTeam, TeamID: &other.ID})
+	planted, err := instance.CreateServiceAccount(t.Context(), terdut.ServiceAccount{Name: credentials.AccountName(team.ID), Scope: terdut.ScopeTeam, TeamID: &other.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
-	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	k := &credentials.TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
+	cfg := credentials.Config{Kind: "ClusterProviderConfig", Name: "default", Spec: controllertest.PCSpec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
 	if _, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint); err == nil {
 		t.Error("a team key was handed out from an account of another team")
@@ -143,9 +145,9 @@ func childWorld(t *testing.T, objs ...client.Object) (*terdutdouble.Server, int6
 	t.Cleanup(hs.Close)
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance"})
 	tm, _ := instance.CreateTeam(t.Context(), "Platform")
-	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: cspec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
+	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: controllertest.CPCSpec("crossplane-system", "creds", v1alpha1.AllowedNamespaces{From: "All"})}
 	cpc.Spec.Endpoint = hs.URL
-	objs = append(objs, cpc, keySecret("crossplane-system", "creds", "tdk_instance"))
+	objs = append(objs, cpc, controllertest.KeySecret("crossplane-system", "creds", "tdk_instance"))
 	return double, tm.ID, fakeBuilder(t).WithObjects(objs...).Build()
 }
 
@@ -170,7 +172,7 @@ func TestAnObserveOnlyChildUsesItsTeamsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	teamOf := func(*v1alpha1.Team) (int64, bool) { return teamID, true }
-	c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), withTeamOf(teamOf))
+	c := newTestConnector(kube, teams, "Team", credentials.TeamKey(teamOf), withTeamOf(teamOf))
 	child := mgTeam("team-a", "imported", "c", "", "default", 0)
 	child.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve})
 	if _, err := c.Connect(t.Context(), child); err != nil {
@@ -235,7 +237,7 @@ func TestAChildWithoutALiveTeamWaits(t *testing.T) {
 				}
 			}
 			teamOf := func(*v1alpha1.Team) (int64, bool) { return teamID, true }
-			c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), observedTeamOwners(teamOf))
+			c := newTestConnector(kube, teams, "Team", credentials.TeamKey(teamOf), observedTeamOwners(teamOf))
 			child := mgTeam("team-a", "child", "c", "", "default", 0)
 			extclient.SetExternalID(child, 42)
 			child.Status.AtProvider.ID = 42
@@ -251,8 +253,8 @@ func TestAChildWithoutALiveTeamWaits(t *testing.T) {
 			if c.got != nil && c.got.Client != nil {
 				t.Errorf("%s\nthe child got a client", tc.reason)
 			}
-			if c := child.GetCondition(xpv2.TypeReady); c.Reason != ReasonWaitingForTeam || !strings.Contains(c.Message, tc.says) {
-				t.Errorf("%s\nReady %q %q, want %q saying %q", tc.reason, c.Reason, c.Message, ReasonWaitingForTeam, tc.says)
+			if c := child.GetCondition(xpv2.TypeReady); c.Reason != credentials.ReasonWaitingForTeam || !strings.Contains(c.Message, tc.says) {
+				t.Errorf("%s\nReady %q %q, want %q saying %q", tc.reason, c.Reason, c.Message, credentials.ReasonWaitingForTeam, tc.says)
 			}
 			if n := double.Count("POST /api/service-accounts/{id}/keys"); n != 0 {
 				t.Errorf("%s\n%d team keys minted with no live Team to revoke them", tc.reason, n)
@@ -264,7 +266,7 @@ func TestAChildWithoutALiveTeamWaits(t *testing.T) {
 	// refused and let go untouched.
 	_, teamID, kube := childWorld(t)
 	teamOf := func(*v1alpha1.Team) (int64, bool) { return teamID, true }
-	c := newTestConnector(kube, teams, "Team", TeamKey(teamOf), observedTeamOwners(teamOf))
+	c := newTestConnector(kube, teams, "Team", credentials.TeamKey(teamOf), observedTeamOwners(teamOf))
 	grab := mgTeam("team-a", "grab", "g", "", "default", 0)
 	extclient.SetExternalID(grab, 43)
 	now := metav1.Now()
@@ -285,8 +287,8 @@ func TestRevokeOfTheReplacedTeamKeyIsRetried(t *testing.T) {
 	defer hs.Close()
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance", MaxRetries: -1})
 	team, _ := instance.CreateTeam(t.Context(), "Platform")
-	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
-	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	k := &credentials.TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
+	cfg := credentials.Config{Kind: "ClusterProviderConfig", Name: "default", Spec: controllertest.PCSpec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
 	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL}, instance, team.ID, mayMint)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
@@ -99,7 +100,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		External:     New,
 		ObservedTeam: func(cr *v1alpha1.Integration) int64 { return cr.Status.AtProvider.TeamID },
 		TeamOf:       teamOf,
-		Credentials:  generic.TeamKey(teamOf),
+		Credentials:  credentials.TeamKey(teamOf),
 		TeamRefs: func(cr *v1alpha1.Integration) []string {
 			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
 		},
@@ -475,7 +476,7 @@ func byName(name string) func(terdut.Integration) bool {
 
 // mayCreate says whether the MR's management policies let Create run.
 func mayCreate(cr *v1alpha1.Integration) bool {
-	return generic.Allows(cr, xpv2.ManagementActionCreate)
+	return credentials.Allows(cr, xpv2.ManagementActionCreate)
 }
 
 // Update renames in place; the URL and key stay. (A kind change is a

@@ -21,7 +21,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/secretcache"
 )
 
 // OrphanWindow bounds the clean-up of an interrupted Create: only within it
@@ -106,14 +106,14 @@ func (e *external) writeSecretOver(ctx context.Context, cr *v1alpha1.Integration
 	want.Annotations[AnnotationIntegration] = cr.GetName()
 	want.Data = data
 	if cur == nil {
-		generic.OwnSecret(want)
+		secretcache.OwnSecret(want)
 		return want, e.kube.Create(ctx, want)
 	}
 	if err := resource.ConnectionSecretMustBeControllableBy(cr.GetUID())(ctx, cur, want); err != nil {
 		return nil, err
 	}
 	want.ResourceVersion, want.Labels = cur.ResourceVersion, cur.Labels
-	generic.OwnSecret(want)
+	secretcache.OwnSecret(want)
 	return want, e.kube.Update(ctx, want)
 }
 

@@ -22,7 +22,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/secretcache"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -223,16 +223,16 @@ func TestASecretOutsideTheCacheIsNotAbsent(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := getSecret(t, api)
-	if s.Labels[generic.LabelManagedBy] != generic.ManagedBy {
-		t.Errorf("Create wrote the connection Secret with labels %v, want %s=%s (else the provider's cache never holds it)", s.Labels, generic.LabelManagedBy, generic.ManagedBy)
+	if s.Labels[secretcache.LabelManagedBy] != secretcache.ManagedBy {
+		t.Errorf("Create wrote the connection Secret with labels %v, want %s=%s (else the provider's cache never holds it)", s.Labels, secretcache.LabelManagedBy, secretcache.ManagedBy)
 	}
-	delete(s.Labels, generic.LabelManagedBy)
+	delete(s.Labels, secretcache.LabelManagedBy)
 	if err := api.Update(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
 	keys := len(f.Server.Issued())
 
-	e = &external{api: f.Client, kube: generic.SecretsPastTheCache(controllertest.CachedSecrets(api.(client.WithWatch), generic.LabelManagedBy, generic.ManagedBy), api), reader: api, record: rec, adopter: extclient.Adopter{Record: rec}}
+	e = &external{api: f.Client, kube: secretcache.SecretsPastTheCache(controllertest.CachedSecrets(api.(client.WithWatch), secretcache.LabelManagedBy, secretcache.ManagedBy), api), reader: api, record: rec, adopter: extclient.Adopter{Record: rec}}
 	o, err := e.Observe(t.Context(), cr)
 	if err != nil {
 		t.Fatal(err)

@@ -14,8 +14,8 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -214,8 +214,8 @@ func TestObserveRefusesAnAccountOfAnotherScope(t *testing.T) {
 // TestTeamKeyAccountNamesAreReserved: no ServiceAccount may
 // take the name of a team key's account, in any namespace.
 func TestTeamKeyAccountNamesAreReserved(t *testing.T) {
-	cr := tenantAccount(generic.AccountName(7), 7)
-	err := instanceScopeAtHome("crossplane-system")(t.Context(), cr, generic.Config{})
+	cr := tenantAccount(credentials.AccountName(7), 7)
+	err := instanceScopeAtHome("crossplane-system")(t.Context(), cr, credentials.Config{})
 	if err == nil {
 		t.Fatal("a ServiceAccount named crossplane-team-7 was admitted")
 	}

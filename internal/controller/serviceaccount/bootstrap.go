@@ -18,7 +18,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/secretcache"
 )
 
 func checkpointName(cr *v1alpha1.ServiceAccount) string { return cr.GetName() + checkpointSuffix }
@@ -108,7 +108,7 @@ func (e *external) bootstrap(ctx context.Context, cr *v1alpha1.ServiceAccount) (
 	// a Secret another object controls).
 	cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Namespace: cr.GetNamespace(), Name: checkpointName(cr),
-		Labels:          map[string]string{generic.LabelManagedBy: generic.ManagedBy},
+		Labels:          map[string]string{secretcache.LabelManagedBy: secretcache.ManagedBy},
 		OwnerReferences: []metav1.OwnerReference{meta.AsController(meta.TypedReferenceTo(cr, v1alpha1.ServiceAccountGroupVersionKind))},
 	}, Data: map[string][]byte{
 		SecretKeyToken: []byte(rsp.APIKey.Key.Reveal()),

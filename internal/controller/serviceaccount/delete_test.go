@@ -10,8 +10,8 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -94,18 +94,18 @@ func TestInstanceScopeOnlyAtHome(t *testing.T) {
 	gate := instanceScopeAtHome(ns)
 	tenant := sa()
 	tenant.Namespace = "team-a"
-	if err := gate(t.Context(), tenant, generic.Config{}); err == nil || !extclient.IsUntouchable(err) {
+	if err := gate(t.Context(), tenant, credentials.Config{}); err == nil || !extclient.IsUntouchable(err) {
 		t.Errorf("instance scope in team-a: %v, want refused and untouchable", err)
 	}
 	if r := tenant.GetCondition(xpv2.TypeReady).Reason; r != ReasonInstanceScopeNotPermitted {
 		t.Errorf("Ready reason %q, want %q", r, ReasonInstanceScopeNotPermitted)
 	}
-	if err := gate(t.Context(), sa(), generic.Config{}); err != nil {
+	if err := gate(t.Context(), sa(), credentials.Config{}); err != nil {
 		t.Errorf("instance scope in the provider's namespace: %v", err)
 	}
 	tenant = sa()
 	tenant.Namespace, tenant.Spec.ForProvider.Scope = "team-a", terdut.ScopeTeam
-	if err := gate(t.Context(), tenant, generic.Config{}); err != nil {
+	if err := gate(t.Context(), tenant, credentials.Config{}); err != nil {
 		t.Errorf("team scope in team-a: %v, want it left to the ownership gate", err)
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/secretcache"
 )
 
 // keyState is what the connection Secret says about the active key.
@@ -245,7 +245,7 @@ func (e *external) writeSecret(ctx context.Context, cr *v1alpha1.ServiceAccount,
 		return err
 	}
 	if cur == nil {
-		generic.OwnSecret(want)
+		secretcache.OwnSecret(want)
 		return errors.Wrapf(e.kube.Create(ctx, want), errSecret, want.Name)
 	}
 	if ref := metav1.GetControllerOf(cur); ref != nil && ref.UID != cr.GetUID() {
@@ -260,7 +260,7 @@ func (e *external) writeSecret(ctx context.Context, cr *v1alpha1.ServiceAccount,
 		}
 	}
 	cur.Annotations, cur.Data, cur.OwnerReferences, cur.Type = want.Annotations, want.Data, want.OwnerReferences, want.Type
-	generic.OwnSecret(cur)
+	secretcache.OwnSecret(cur)
 	return errors.Wrapf(e.kube.Update(ctx, cur), errSecret, want.Name)
 }
 

@@ -22,6 +22,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/adjust"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
@@ -48,8 +49,8 @@ func TestBootstrapStateLostReachesTheUser(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(cpc, cr).WithStatusSubresource(cr).Build()
 	conn := &generic.Connector[*v1alpha1.ServiceAccount]{
 		Kube: kube, Reader: kube, Usage: nopTracker{}, Record: event.NewNopRecorder(),
-		Servers:     &generic.Servers{Kube: kube, Reader: kube, Clients: terdut.NewCache()},
-		Credentials: generic.BootstrapKey[*v1alpha1.ServiceAccount](),
+		Servers:     &credentials.Servers{Kube: kube, Reader: kube, Clients: terdut.NewCache()},
+		Credentials: credentials.BootstrapKey[*v1alpha1.ServiceAccount](),
 		External:    New,
 		Refusals:    adjust.NewRefusals(),
 	}

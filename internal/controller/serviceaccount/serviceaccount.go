@@ -22,6 +22,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
@@ -106,7 +107,7 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		DeterministicExternalName: true,
 		OwnsSecrets:               true,
 		// NOTE: its provider config may name the very Secret it writes.
-		Credentials: generic.BootstrapKey[*v1alpha1.ServiceAccount](),
+		Credentials: credentials.BootstrapKey[*v1alpha1.ServiceAccount](),
 		Observed:    func(cr *v1alpha1.ServiceAccount) int64 { return cr.Status.AtProvider.ID },
 		Admit:       instanceScopeAtHome,
 		// A team-scoped account's team must be a Team of its namespace: no
@@ -138,9 +139,9 @@ const errReservedName = "service account names beginning with %q are the provide
 // server. A team-scoped account's team is checked by the ownership gate.
 // No ServiceAccount may take the name of a team key's account.
 func instanceScopeAtHome(providerNamespace string) generic.Gate[*v1alpha1.ServiceAccount] {
-	return func(_ context.Context, cr *v1alpha1.ServiceAccount, _ generic.Config) error {
-		if strings.HasPrefix(cr.Spec.ForProvider.Name, generic.TeamAccountPrefix) {
-			msg := fmt.Sprintf(errReservedName, generic.TeamAccountPrefix)
+	return func(_ context.Context, cr *v1alpha1.ServiceAccount, _ credentials.Config) error {
+		if strings.HasPrefix(cr.Spec.ForProvider.Name, credentials.TeamAccountPrefix) {
+			msg := fmt.Sprintf(errReservedName, credentials.TeamAccountPrefix)
 			extclient.Mark(cr, extclient.Unavailable(ReasonReservedName, msg))
 			return extclient.Untouchable(errors.New(msg))
 		}
@@ -402,7 +403,7 @@ func fits(cr *v1alpha1.ServiceAccount, sa *terdut.ServiceAccount) error {
 	if same {
 		return nil
 	}
-	return extclient.Refuse(cr, extclient.ReasonResourceNotOwned, fmt.Sprintf(errNotFit, sa.Name, sa.Scope, generic.OfTeam(sa.TeamID), p.Scope, generic.OfTeam(p.TeamID)))
+	return extclient.Refuse(cr, extclient.ReasonResourceNotOwned, fmt.Sprintf(errNotFit, sa.Name, sa.Scope, credentials.OfTeam(sa.TeamID), p.Scope, credentials.OfTeam(p.TeamID)))
 }
 
 // Update rotates: a new key is minted and written in place first, and only

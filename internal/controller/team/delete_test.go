@@ -12,8 +12,8 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -77,7 +77,7 @@ type keys struct {
 	failRevoke int
 	// state is each team's key as its Secret says; rotated the rotation
 	// requests RotateTeamKey was called with.
-	state   map[int64]generic.TeamKeyState
+	state   map[int64]credentials.TeamKeyState
 	rotated []string
 }
 

@@ -10,8 +10,8 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
 
 // TestAKeyWithoutMintedAtIsRotatedSometime: every team key minted before
@@ -22,7 +22,7 @@ import (
 func TestAKeyWithoutMintedAtIsRotatedSometime(t *testing.T) {
 	f := controllertest.New(t)
 	id := f.Team(t, "Platform")
-	k := &keys{held: map[int64]bool{id: true}, state: map[int64]generic.TeamKeyState{id: {}}}
+	k := &keys{held: map[int64]bool{id: true}, state: map[int64]credentials.TeamKeyState{id: {}}}
 	cr := team(withID(id))
 	later := controllertest.Now().Add(10 * 365 * 24 * time.Hour)
 	e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}, keys: k, now: func() time.Time { return later }}
@@ -43,7 +43,7 @@ func TestKeyStatusSurvivesARoundTrip(t *testing.T) {
 	f := controllertest.New(t)
 	id := f.Team(t, "Platform")
 	minted := controllertest.Now().Add(-time.Hour).UTC().Truncate(time.Second)
-	k := &keys{held: map[int64]bool{id: true}, state: map[int64]generic.TeamKeyState{id: {MintedAt: minted}}}
+	k := &keys{held: map[int64]bool{id: true}, state: map[int64]credentials.TeamKeyState{id: {MintedAt: minted}}}
 	cr := team(withID(id))
 	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{Interval: &metav1.Duration{Duration: 24*time.Hour + 500*time.Millisecond}}
 	e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}, keys: k, now: controllertest.Now}

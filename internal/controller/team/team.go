@@ -19,6 +19,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
@@ -53,11 +54,11 @@ func Setup(mgr ctrl.Manager, o generic.Options) error {
 		Object:                    &v1alpha1.Team{},
 		List:                      &v1alpha1.TeamList{},
 		External:                  New,
-		Credentials:               generic.InstanceKey[*v1alpha1.Team](),
+		Credentials:               credentials.InstanceKey[*v1alpha1.Team](),
 		Observed:                  func(cr *v1alpha1.Team) int64 { return cr.Status.AtProvider.ID },
 		OwnAnnotations:            extclient.AttemptAnnotations(),
 		DeterministicExternalName: true,
-		Orphaned: func(ctx context.Context, cr *v1alpha1.Team, c *generic.Conn) error {
+		Orphaned: func(ctx context.Context, cr *v1alpha1.Team, c *credentials.Conn) error {
 			return revokeOrphaned(ctx, cr, c)
 		},
 	})
@@ -80,7 +81,7 @@ func revokeOrphaned(ctx context.Context, cr *v1alpha1.Team, keys teamKeys) error
 type teamKeys interface {
 	HoldsTeamKey(ctx context.Context, teamID int64) (bool, error)
 	RevokeTeamKey(ctx context.Context, teamID int64) error
-	TeamKeyState(ctx context.Context, teamID int64) (generic.TeamKeyState, bool, error)
+	TeamKeyState(ctx context.Context, teamID int64) (credentials.TeamKeyState, bool, error)
 	RotateTeamKey(ctx context.Context, teamID int64, request string) error
 }
 

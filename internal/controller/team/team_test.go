@@ -21,8 +21,8 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -342,14 +342,14 @@ func TestDriftIsReverted(t *testing.T) {
 	}
 }
 
-func (k *keys) TeamKeyState(_ context.Context, teamID int64) (generic.TeamKeyState, bool, error) {
+func (k *keys) TeamKeyState(_ context.Context, teamID int64) (credentials.TeamKeyState, bool, error) {
 	st, ok := k.state[teamID]
 	return st, ok, nil
 }
 
 func (k *keys) RotateTeamKey(_ context.Context, teamID int64, request string) error {
 	k.rotated = append(k.rotated, request)
-	k.state[teamID] = generic.TeamKeyState{MintedAt: controllertest.Now(), Request: request}
+	k.state[teamID] = credentials.TeamKeyState{MintedAt: controllertest.Now(), Request: request}
 	return nil
 }
 
@@ -488,7 +488,7 @@ func TestATeamRotatesItsTeamsKey(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := controllertest.New(t)
 			id := f.Team(t, "Platform")
-			k := &keys{held: map[int64]bool{id: true}, state: map[int64]generic.TeamKeyState{id: {MintedAt: tc.minted, Request: tc.handled}}}
+			k := &keys{held: map[int64]bool{id: true}, state: map[int64]credentials.TeamKeyState{id: {MintedAt: tc.minted, Request: tc.handled}}}
 			cr := team(withID(id))
 			cr.Spec.ForProvider.KeyRotation = tc.spec
 			e := &external{api: f.Client, adopter: extclient.Adopter{Record: &controllertest.Recorder{}}, keys: k, now: func() time.Time { return now }}

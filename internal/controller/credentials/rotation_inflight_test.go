@@ -1,4 +1,4 @@
-package generic
+package credentials
 
 import (
 	"net/http"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
 )
 
@@ -54,7 +55,7 @@ func TestTwoInFlightRequestsAfterARotationMintNothing(t *testing.T) {
 	defer hs.Close()
 	instance, _ := terdut.New(terdut.Options{Endpoint: hs.URL, Token: "tdk_instance", MaxRetries: -1})
 	team, _ := instance.CreateTeam(t.Context(), "Platform")
-	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: spec("crossplane-system", "creds")}
+	cfg := Config{Kind: "ClusterProviderConfig", Name: "default", Spec: controllertest.PCSpec("crossplane-system", "creds")}
 	cfg.Spec.Endpoint = hs.URL
 	k := &TeamKeys{Kube: fakeBuilder(t).Build(), Namespace: "crossplane-system"}
 	o, err := k.Options(t.Context(), cfg, terdut.Options{Endpoint: hs.URL, MaxRetries: -1}, instance, team.ID, mayMint)

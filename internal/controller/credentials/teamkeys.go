@@ -1,4 +1,4 @@
-package generic
+package credentials
 
 import (
 	"context"
@@ -18,16 +18,12 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/secretcache"
 	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
 )
 
 // Labels and keys of the team-key Secrets in the provider's namespace.
 const (
-	// LabelManagedBy: ManagedBy marks every Secret the provider writes
-	// (team keys, checkpoints, connection Secrets): the only Secrets its
-	// cache holds and watches (see OwnSecret).
-	LabelManagedBy      = "app.kubernetes.io/managed-by"
-	ManagedBy           = "provider-terdut"
 	LabelTeamID         = "terdut.ryuvia.com/team-id"
 	LabelProviderConfig = "terdut.ryuvia.com/provider-config"
 	AnnotationConfig    = "terdut.ryuvia.com/provider-config-id"
@@ -191,7 +187,7 @@ func (k *TeamKeys) Options(ctx context.Context, cfg Config, base terdut.Options,
 	// past it, under the team's lock, before it mints. Reading past it here
 	// too cost a second read of the API server for each child of a team
 	// created a moment ago (at 5,000 MRs, most of the API server's reads).
-	s, err := k.secret(ctx, CachedOnly(k.Kube), cfg, teamID)
+	s, err := k.secret(ctx, secretcache.CachedOnly(k.Kube), cfg, teamID)
 	tok := token(s)
 	if fresh := k.fresh(SecretName(cfg, teamID)); fresh != "" && err == nil {
 		// NOTE: a key this process wrote a moment ago (a rotation) is
@@ -269,7 +265,7 @@ func (k *TeamKeys) carryOver(ctx context.Context, cfg Config, teamID int64) (ter
 	// provider's label, so the cache holds them; a read past it would cost
 	// every team's first mint a second read of the API server. One the
 	// cache missed is left to the team's Revoke, which deletes it too.
-	old, err := k.secretNamed(ctx, CachedOnly(k.Kube), cfg, legacySecretName(cfg, teamID))
+	old, err := k.secretNamed(ctx, secretcache.CachedOnly(k.Kube), cfg, legacySecretName(cfg, teamID))
 	if err != nil || token(old) == "" {
 		// NOTE: a legacy name holding another config's Secret is not
 		// this team's key: it is left alone, and a key is minted.
@@ -314,7 +310,7 @@ func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terd
 	if tok := k.fresh(name); tok != "" {
 		return tok, nil
 	}
-	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
+	s, err := k.secret(ctx, PastCache(k.Reader, k.Kube), cfg, teamID)
 	if tok := token(s); err != nil || tok != "" {
 		return tok, err
 	}
@@ -332,7 +328,7 @@ func (k *TeamKeys) mintIfMissing(ctx context.Context, cfg Config, instance *terd
 func (k *TeamKeys) remint(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, refused terdut.Secret, mayMint func(context.Context) error) (terdut.Secret, error) {
 	name := SecretName(cfg, teamID)
 	defer k.lock(name)()
-	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
+	s, err := k.secret(ctx, PastCache(k.Reader, k.Kube), cfg, teamID)
 	if err != nil {
 		return "", err
 	}
@@ -388,7 +384,7 @@ func (k *TeamKeys) State(ctx context.Context, cfg Config, teamID int64) (TeamKey
 // A team with no key kept has nothing to rotate.
 func (k *TeamKeys) Rotate(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64, request string, mayMint func(context.Context) error) error {
 	defer k.lock(SecretName(cfg, teamID))()
-	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
+	s, err := k.secret(ctx, PastCache(k.Reader, k.Kube), cfg, teamID)
 	if err != nil || token(s) == "" {
 		return err
 	}
@@ -443,7 +439,7 @@ func (k *TeamKeys) mint(ctx context.Context, cfg Config, instance *terdut.Client
 	}
 	replaced := keyOf(cur)
 	pending := pendingRevocations(cur)
-	s.Labels = map[string]string{LabelManagedBy: ManagedBy, LabelTeamID: extclient.FormatID(teamID), LabelProviderConfig: configHash(cfg)}
+	s.Labels = map[string]string{secretcache.LabelManagedBy: secretcache.ManagedBy, LabelTeamID: extclient.FormatID(teamID), LabelProviderConfig: configHash(cfg)}
 	s.Annotations = map[string]string{AnnotationConfig: cfg.ID(), AnnotationMinting: extclient.FormatID(sa.ID)}
 	if len(pending) > 0 {
 		s.Annotations[AnnotationRevokeKeyID] = formatIDs(pending)
@@ -529,7 +525,7 @@ func (k *TeamKeys) resetAccount(ctx context.Context, instance *terdut.Client, te
 // read past the cache under the team's minting lock.
 func (k *TeamKeys) revokePending(ctx context.Context, cfg Config, instance *terdut.Client, teamID int64) error {
 	defer k.lock(SecretName(cfg, teamID))()
-	s, err := k.secret(ctx, pastCache(k.Reader, k.Kube), cfg, teamID)
+	s, err := k.secret(ctx, PastCache(k.Reader, k.Kube), cfg, teamID)
 	if err != nil || s == nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package generic
+package credentials
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/secretcache"
 )
 
 const (
@@ -176,6 +177,12 @@ type Conn struct {
 	// team (nil: none may be minted a key); namespace is that namespace.
 	teamMR    func(ctx context.Context, teamID int64) (*v1alpha1.Team, error)
 	namespace string
+}
+
+// ForNamespace makes c the connection of a reconcile of an MR in namespace
+// ns, whose Team of a team teamMR finds (nil: none may be minted a key).
+func (c *Conn) ForNamespace(ns string, teamMR func(ctx context.Context, teamID int64) (*v1alpha1.Team, error)) {
+	c.namespace, c.teamMR = ns, teamMR
 }
 
 // Authenticated reports whether the provider config's key is there.
@@ -417,7 +424,7 @@ func serverOptions(ctx context.Context, kube client.Reader, cfg Config) (terdut.
 	if err := secretNamespace(cfg, ca); err != nil {
 		return terdut.Options{}, err
 	}
-	bundle, err := secretKey(ctx, kube, types.NamespacedName{Namespace: ca.Namespace, Name: ca.Name}, ca.Key)
+	bundle, err := secretcache.SecretKey(ctx, kube, types.NamespacedName{Namespace: ca.Namespace, Name: ca.Name}, ca.Key)
 	if err != nil {
 		return terdut.Options{}, errors.Wrapf(err, errGetCA, cfg.Kind, cfg.Name)
 	}
@@ -431,5 +438,5 @@ func extract(ctx context.Context, source xpv2.CredentialsSource, kube client.Rea
 	if source != xpv2.CredentialsSourceSecret || sel.SecretRef == nil {
 		return resource.CommonCredentialExtractor(ctx, source, nil, sel)
 	}
-	return secretKey(ctx, kube, types.NamespacedName{Namespace: sel.SecretRef.Namespace, Name: sel.SecretRef.Name}, sel.SecretRef.Key)
+	return secretcache.SecretKey(ctx, kube, types.NamespacedName{Namespace: sel.SecretRef.Namespace, Name: sel.SecretRef.Name}, sel.SecretRef.Key)
 }

@@ -1,4 +1,4 @@
-package generic
+package secretcache
 
 import (
 	"context"
@@ -19,6 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// LabelManagedBy: ManagedBy marks every Secret the provider writes (team
+// keys, checkpoints, connection Secrets): the only Secrets its cache holds
+// and watches (see OwnSecret).
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "provider-terdut"
 )
 
 // OwnSecret marks s as written by the provider: its cache holds and watches
@@ -286,9 +294,9 @@ type KeyReader interface {
 	GetKey(ctx context.Context, key client.ObjectKey, data string) ([]byte, error)
 }
 
-// secretKey reads one data key of a Secret through r: only that key is kept
+// SecretKey reads one data key of a Secret through r: only that key is kept
 // when r is a KeyReader.
-func secretKey(ctx context.Context, r client.Reader, key client.ObjectKey, data string) ([]byte, error) {
+func SecretKey(ctx context.Context, r client.Reader, key client.ObjectKey, data string) ([]byte, error) {
 	if k, ok := r.(KeyReader); ok {
 		return k.GetKey(ctx, key, data)
 	}
