@@ -235,20 +235,7 @@ func TestDeletingATeamAfterALostRecreateDeletesTheTeamItMade(t *testing.T) {
 	if err := l.kube.Update(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.f.Client.DeleteTeam(t.Context(), first); err != nil { // outside Kubernetes
-		t.Fatal(err)
-	}
-	if o, err := l.e.Observe(t.Context(), l.get(t)); err != nil || o.ResourceExists {
-		t.Fatalf("setup: Observe %+v, %v; want the team gone", o, err)
-	}
-	l.loseAnswer(t)
-	if got := l.teams(t); len(got) != 1 {
-		t.Fatalf("setup: teams %v; want the lost re-create's", got)
-	}
-	l.deleteMR(t)
-	if got := l.teams(t); len(got) != 0 {
-		t.Errorf("the Team let go with teams %v left on the server: its lost re-create's team has no MR", got)
-	}
+	l.loseRecreateThenDelete(t, first)
 }
 
 // As above for a Team that imported its team (external name set by hand, so
@@ -266,7 +253,15 @@ func TestDeletingAnImportedTeamAfterALostRecreateDeletesTheTeamItMade(t *testing
 	if err := l.kube.Update(t.Context(), cr); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.f.Client.DeleteTeam(t.Context(), imported.ID); err != nil { // outside Kubernetes
+	l.loseRecreateThenDelete(t, imported.ID)
+}
+
+// loseRecreateThenDelete deletes the MR's team id outside Kubernetes, lets
+// the re-create's POST commit with its answer lost, deletes the MR and
+// checks that no team is left on the server.
+func (l *lostCreate) loseRecreateThenDelete(t *testing.T, id int64) {
+	t.Helper()
+	if err := l.f.Client.DeleteTeam(t.Context(), id); err != nil { // outside Kubernetes
 		t.Fatal(err)
 	}
 	if o, err := l.e.Observe(t.Context(), l.get(t)); err != nil || o.ResourceExists {
@@ -278,6 +273,6 @@ func TestDeletingAnImportedTeamAfterALostRecreateDeletesTheTeamItMade(t *testing
 	}
 	l.deleteMR(t)
 	if got := l.teams(t); len(got) != 0 {
-		t.Errorf("the imported Team let go with teams %v left on the server: its lost re-create's team has no MR", got)
+		t.Errorf("the Team let go with teams %v left on the server: its lost re-create's team has no MR", got)
 	}
 }
