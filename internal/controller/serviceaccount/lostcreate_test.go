@@ -195,14 +195,7 @@ func TestDeletingLeavesASecretNamedLikeItsCheckpointThatIsNotItsOwn(t *testing.T
 // requested. The first old key is revoked all the same: it is not forgotten
 // when the second rotation notes the key it replaces.
 func TestASecondRotationRevokesTheKeyTheFirstCouldNot(t *testing.T) {
-	f := newFixture(t, terdutdouble.Options{})
-	cr := sa()
-	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{}
-	for range 2 {
-		if err := f.reconcile(t, cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f, cr := rotating(t)
 	cr.Spec.ForProvider.KeyRotation.RotationRequest = "first"
 	f.double.AddFault(terdutdouble.Fault{Method: http.MethodDelete, Route: "/api/service-accounts/{id}/keys/{kid}", Status: http.StatusInternalServerError, Times: 1})
 	if err := f.reconcile(t, cr); err == nil {

@@ -326,14 +326,7 @@ func TestRotation(t *testing.T) {
 // old one revoked, and no reconcile fails (a stale read would mint twice or
 // conflict on the revocation's write).
 func TestRotationWithLaggingCache(t *testing.T) {
-	f := newFixture(t, terdutdouble.Options{})
-	cr := sa()
-	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{}
-	for range 2 {
-		if err := f.reconcile(t, cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f, cr := rotating(t)
 	oldKey := f.secret(t, "instance-credentials").Data[SecretKeyToken]
 	mints := f.double.Count("POST /api/service-accounts/{id}/keys")
 	f.lag = true
@@ -407,14 +400,7 @@ func TestAdoptAfterConflictChecksOwnership(t *testing.T) {
 // POST): the next mint revokes it, and the account ends with one valid key,
 // the one its Secret holds.
 func TestAKeyWhoseAnswerWasLostIsRevoked(t *testing.T) {
-	f := newFixture(t, terdutdouble.Options{})
-	cr := sa()
-	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{}
-	for range 2 {
-		if err := f.reconcile(t, cr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f, cr := rotating(t)
 	cr.Spec.ForProvider.KeyRotation.RotationRequest = "2026-12-07"
 	f.double.AddFault(terdutdouble.Fault{Method: http.MethodPost, Route: "/api/service-accounts/{id}/keys", Commit: true, Status: http.StatusGatewayTimeout, Times: 1})
 	if err := f.reconcile(t, cr); err == nil {
@@ -431,4 +417,19 @@ func TestAKeyWhoseAnswerWasLostIsRevoked(t *testing.T) {
 	if valid != 1 || !f.double.Verify(string(held)).Valid {
 		t.Errorf("%d valid keys on the account (the Secret's valid: %t), want 1: the Secret's", valid, f.double.Verify(string(held)).Valid)
 	}
+}
+
+// rotating is a bootstrapped ServiceAccount with keyRotation set, its
+// account and first key made.
+func rotating(t *testing.T) (*fixture, *v1alpha1.ServiceAccount) {
+	t.Helper()
+	f := newFixture(t, terdutdouble.Options{})
+	cr := sa()
+	cr.Spec.ForProvider.KeyRotation = &v1alpha1.KeyRotation{}
+	for range 2 {
+		if err := f.reconcile(t, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f, cr
 }
