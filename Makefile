@@ -53,6 +53,7 @@ check-generate: generate
 ## over every package and build tag (e2e, render).
 lint:
 	$(GOLANGCI_LINT) run ./...
+	$(GO) vet -tags bench ./cmd/provider/ ./internal/controller/generic/
 
 ## unit: unit tests and the contract tests against the terdut-server double
 ## (set TERDUT_URL and TERDUT_TOKEN to run the contract tests against a real one).

@@ -93,7 +93,6 @@ func parse(args []string) (flags, error) {
 	fs.DurationVar(&f.sync, "sync", time.Hour, "How often every resource is re-listed from the API server.")
 	fs.DurationVar(&f.poll, "poll", time.Minute, "How often each managed resource is checked against terdut-server for drift.")
 	fs.DurationVar(&f.minPoll, "min-poll-interval", 10*time.Second, "The shortest poll an MR's crossplane.io/poll-interval annotation may ask for: shorter asks are clamped to it, so no tenant's annotation makes the provider hammer a server.")
-	fs.BoolVar(&f.unfair, "first-come-first-served", false, "Spend the reconcile budget in arrival order (crossplane-runtime's global rate limiter) instead of sharing it between namespaces (benchmarks only: the side-by-side \"before\").")
 	fs.DurationVar(&f.pollStateMetric, "poll-state-metric", 5*time.Second, "How often the managed resource state metrics are recorded.")
 	fs.IntVar(&f.maxReconcileRate, "max-reconcile-rate", 100, "Reconciles per second, at most, across all kinds (the Kubernetes client may send five times as many requests per second). At rest each MR needs one per --poll: 1,000 MRs at --poll=1m are 17 a second.")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", 15, "Reconciles of one kind at the same time (0: --max-reconcile-rate). terdut-server is protected by its own stated rate limit, which the provider follows.")
@@ -108,7 +107,7 @@ func parse(args []string) (flags, error) {
 	fs.DurationVar(&f.listMaxAge, "list-max-age", -1, "How long one list of a team's switches or integrations (and of the teams and users) serves every MR that asks; 0 asks the server for each MR. Default: half of --poll, so drift is seen within 1.5 polls at most.")
 	fs.DurationVar(&f.absenceWait, "absence-confirmation", extclient.DefaultAbsenceConfirmation, "A switch or integration its team's list no longer shows is taken as gone (and made again) only if a fresh read this long after still does not show it: longer than your server's lists may lag.")
 	fs.DurationVar(&f.maxBackoff, "max-backoff", 10*time.Second, "At most this long between the retries of one managed resource (crossplane-runtime's default is 60s): after an outage everything is back within it.")
-	fs.BoolVar(&f.naive, "naive", false, "Benchmarks only: no list sharing, and ownership checks that list every MR of a kind (the side-by-side \"before\" of make bench-scale).")
+	benchmarkFlags(fs, &f)
 	fs.BoolVar(&f.pprof, "pprof", false, "Serve Go's profiles at /debug/pprof/ on the metrics address (for an SRE measuring memory or CPU).")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "crossplane-system"), "The provider's own namespace, where it keeps team-scoped keys (env POD_NAMESPACE).")
 	if err := fs.Parse(args); err != nil {
@@ -130,6 +129,7 @@ func parse(args []string) (flags, error) {
 		f.listMaxAge = f.poll / 2
 	}
 	if f.naive {
+		// NOTE: naive is only ever set in a benchmark build.
 		f.listMaxAge = 0
 	}
 	return f, nil

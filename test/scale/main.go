@@ -175,6 +175,8 @@ func run() error {
 		Root: root, Name: "bench", PortOffset: 200, ProviderArgs: base, Admin: true,
 		ProviderEnv: env,
 		DoubleArgs:  []string{"-latency=" + latency.String()}, Out: os.Stderr,
+		// NOTE: a benchmark build, for --naive and --first-come-first-served.
+		ProviderTags: "bench",
 	})
 	if err != nil {
 		return err

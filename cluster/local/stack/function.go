@@ -25,7 +25,7 @@ func (s *Stack) StartFunction(ctx context.Context) error {
 	// NOTE: a stack that installed the provider's packages runs the
 	// function from its package (Install extracted it); others build it.
 	if _, err := os.Stat(s.Bin("function")); err != nil {
-		if err := s.Build(ctx, "function", "./cmd/function"); err != nil {
+		if err := s.Build(ctx, "function", "./cmd/function", ""); err != nil {
 			return err
 		}
 	}

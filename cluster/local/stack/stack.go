@@ -65,6 +65,9 @@ type Options struct {
 	// installed through the package manager and runs as its revision's
 	// ServiceAccount (Install).
 	Admin bool
+	// ProviderTags are the Go build tags of the provider binary (Admin
+	// only): the benchmark's "bench" adds its side-by-side switches.
+	ProviderTags string
 	// Nodes starts kube-scheduler and kwok with a fake node, so composed
 	// Deployments get pods that turn Ready (StartNodes).
 	Nodes bool
@@ -167,11 +170,11 @@ func Up(ctx context.Context, o Options) (*Stack, error) {
 	// NOTE: installed through the package manager, the provider that runs
 	// is the binary in its package (Install extracts it).
 	if o.Admin {
-		if err := s.Build(ctx, "provider", "./cmd/provider"); err != nil {
+		if err := s.Build(ctx, "provider", "./cmd/provider", o.ProviderTags); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.Build(ctx, "terdut-double", "./cmd/terdut-double"); err != nil {
+	if err := s.Build(ctx, "terdut-double", "./cmd/terdut-double", ""); err != nil {
 		return nil, err
 	}
 	key := "tdk_" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -266,10 +269,11 @@ func NewClient(cfg *rest.Config) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: sch})
 }
 
-// Build builds a package of the repository into the run directory's bin.
-func (s *Stack) Build(ctx context.Context, name, pkg string) error {
+// Build builds a package of the repository, with the Go build tags given (a
+// comma-separated list, or none), into the run directory's bin.
+func (s *Stack) Build(ctx context.Context, name, pkg, tags string) error {
 	s.Stepf("%s: building %s", name, pkg)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", s.Bin(name), pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", tags, "-o", s.Bin(name), pkg)
 	cmd.Dir = s.Root
 	cmd.Stdout, cmd.Stderr = s.Out, os.Stderr
 	return cmd.Run()

@@ -114,9 +114,10 @@ func aSecondPolicy(t *testing.T) secondPolicy {
 	first.SetProviderConfigReference(pc)
 	scheme := runtime.NewScheme()
 	_ = v1alpha1.AddToScheme(scheme)
-	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(first).Build()
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(first).
+		WithIndex(&v1alpha1.EscalationPolicy{}, generic.IndexExternalName, generic.ExternalNameOf).Build()
 	owners := generic.Owners{
-		Kube: kube, Kind: "EscalationPolicy", Naive: true,
+		Kube: kube, Kind: "EscalationPolicy",
 		NewList:  func() resource.ManagedList { return &v1alpha1.EscalationPolicyList{} },
 		Observed: func(mg resource.Managed) int64 { return mg.(*v1alpha1.EscalationPolicy).Status.AtProvider.TeamID },
 	}

@@ -125,8 +125,8 @@ type Owners struct {
 	Kube    client.Reader
 	NewList func() resource.ManagedList
 	Kind    string
-	// Naive lists every MR of the kind instead (benchmarks only: the
-	// side-by-side "before").
+	// Naive lists every MR of the kind instead: the benchmark's
+	// side-by-side "before", honoured only in a -tags bench build.
 	Naive bool
 	// Observed is the server ID an MR of the kind last observed (its
 	// status, which tenants cannot write); nil when unknown.
@@ -152,7 +152,7 @@ func (o Owners) outranks(a, b resource.Managed) bool {
 // byExternalName selects MRs by external name: through the index, or, for
 // the naive benchmark, not at all (the caller filters).
 func (o Owners) byExternalName(en string) []client.ListOption {
-	if o.Naive {
+	if benchmarkBuild && o.Naive {
 		return nil
 	}
 	return []client.ListOption{client.MatchingFields{IndexExternalName: en}}
