@@ -26,4 +26,17 @@
 //	                                       | kind and result                             | goes unseen within a poll                   |
 //
 // No upstream issue is known for the rows without one.
+//
+// Where the runtime has an option for a behaviour, generic.Setup uses it
+// (managed.WithInitializers, WithReferenceResolver, WithPollInterval,
+// WithMinPollInterval, WithDeterministicExternalName,
+// WithManagementPolicies). The rows above have none that fits: the runtime
+// takes no connection publisher and no status client but the manager's
+// (so QuietStatus and NothingToPublish wrap the manager), and its
+// WithFinalizer is called without the observation, so it cannot tell an MR
+// about to be created (whose create-pending update carries the finalizer)
+// from one whose object exists (FinalizedOnCreate wraps the external
+// client). Each chain is built in one function that lists its layers one
+// per line: generic's Connector.adjusted (the external client),
+// adjustedManager and layered (the reconciler).
 package adjust

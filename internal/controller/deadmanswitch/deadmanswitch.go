@@ -18,7 +18,6 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
@@ -45,28 +44,15 @@ var _ api = (*terdut.Client)(nil)
 
 // Setup adds the DeadmanSwitch controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
-	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.DeadmanSwitch]{
-		GroupKind:      v1alpha1.DeadmanSwitchGroupKind,
-		GVK:            v1alpha1.DeadmanSwitchGroupVersionKind,
+	return generic.SetupGated(mgr, o, generic.ChildOfTeam(generic.Kind[*v1alpha1.DeadmanSwitch]{
 		Object:         &v1alpha1.DeadmanSwitch{},
-		List:           &v1alpha1.DeadmanSwitchList{},
 		External:       New,
-		ObservedTeam:   func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.TeamID },
-		TeamOf:         teamOf,
-		Credentials:    credentials.TeamKey(teamOf),
 		OwnAnnotations: extclient.AttemptAnnotations(),
-		TeamRefs: func(cr *v1alpha1.DeadmanSwitch) []string {
-			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
-		},
-		Observed: func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.ID },
+		Observed:       func(cr *v1alpha1.DeadmanSwitch) int64 { return cr.Status.AtProvider.ID },
 		// Create lists the team's switches and adopts one of the same name
 		// before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,
-	})
-}
-
-func teamOf(cr *v1alpha1.DeadmanSwitch) (int64, bool) {
-	return extclient.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	}))
 }
 
 // New returns a DeadmanSwitch's external client.

@@ -19,7 +19,6 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 )
@@ -51,29 +50,16 @@ var _ api = (*terdut.Client)(nil)
 
 // Setup adds the EscalationPolicy controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
-	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.EscalationPolicy]{
-		GroupKind:    v1alpha1.EscalationPolicyGroupKind,
-		GVK:          v1alpha1.EscalationPolicyGroupVersionKind,
-		Object:       &v1alpha1.EscalationPolicy{},
-		List:         &v1alpha1.EscalationPolicyList{},
-		External:     New,
-		ObservedTeam: func(cr *v1alpha1.EscalationPolicy) int64 { return cr.Status.AtProvider.TeamID },
-		TeamOf:       teamOf,
-		Credentials:  credentials.TeamKey(teamOf),
-		TeamRefs: func(cr *v1alpha1.EscalationPolicy) []string {
-			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
-		},
+	return generic.SetupGated(mgr, o, generic.ChildOfTeam(generic.Kind[*v1alpha1.EscalationPolicy]{
+		Object:   &v1alpha1.EscalationPolicy{},
+		External: New,
 		// Its external name is its team's ID.
 		Observed: func(cr *v1alpha1.EscalationPolicy) int64 { return cr.Status.AtProvider.TeamID },
 		// The external name is the team ID: a retried Create PUTs the same
 		// policy to the same team, so nothing can be duplicated.
 		OwnAnnotations:            extclient.AttemptAnnotations(),
 		DeterministicExternalName: true,
-	})
-}
-
-func teamOf(cr *v1alpha1.EscalationPolicy) (int64, bool) {
-	return extclient.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	}))
 }
 
 // New returns an EscalationPolicy's external client.
@@ -160,7 +146,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.EscalationPolicy) (
 // MR writes (its usernames resolved now); any other policy (one the PUT never
 // replaced, one set by hand since) stays.
 func (e *external) observeLost(ctx context.Context, cr *v1alpha1.EscalationPolicy) (managed.ExternalObservation, error) {
-	team, known := teamOf(cr)
+	team, known := generic.TeamOfChild(cr)
 	if !known || !extclient.Interrupted(cr) {
 		return managed.ExternalObservation{}, nil
 	}
@@ -268,7 +254,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.EscalationPolicy) (m
 // namespace. Deleting an EscalationPolicy empties only that team's policy;
 // an external name set by hand to another team's ID empties nothing.
 func ownTeam(cr *v1alpha1.EscalationPolicy, id int64) bool {
-	t, ok := teamOf(cr)
+	t, ok := generic.TeamOfChild(cr)
 	return ok && t == id
 }
 

@@ -8,11 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -53,8 +55,8 @@ type Options struct {
 	// Indexes registers the cache indexes once per process.
 	Indexes *Indexes
 
-	// Naive turns the list sharing and the index lookups off (benchmarks
-	// only: the side-by-side "before").
+	// Naive turns the index lookups off: the benchmark's side-by-side
+	// "before", honoured only in a -tags bench build (Owners.Naive).
 	Naive bool
 
 	// MaxBackoff caps how long an MR waits before it is reconciled again
@@ -142,14 +144,10 @@ func (o Options) Workers(name string, r reconcile.Reconciler) (ctrlcontroller.Op
 
 // A Kind describes one managed-resource kind to Setup.
 type Kind[M resource.ModernManaged] struct {
-	// GroupKind names the controller, e.g. "Team.terdut.ryuvia.com".
-	GroupKind string
-	// GVK is the kind's GroupVersionKind.
-	GVK schema.GroupVersionKind
-	// Object is an empty M, the type the controller reconciles.
+	// Object is an empty M, the type the controller reconciles. Its
+	// GroupVersionKind, the controller's name and the kind's list type
+	// follow from it (through the manager's scheme).
 	Object M
-	// List is an empty list of M, for the state metrics.
-	List resource.ManagedList
 	// External builds the kind's external client for one reconcile.
 	External func(Deps) managed.TypedExternalClient[M]
 	// OwnAnnotations are annotations the kind's external client writes on
@@ -195,17 +193,48 @@ func SetupGated[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]
 	if o.Gate == nil {
 		return Setup(mgr, o, k)
 	}
+	t, err := typesOf(mgr.GetScheme(), k.Object)
+	if err != nil {
+		return err
+	}
 	// NOTE: a kind that belongs to a team looks Teams up through their
 	// cache index: it waits for the Team CRD too.
-	depends := []schema.GroupVersionKind{k.GVK}
+	depends := []schema.GroupVersionKind{t.gvk}
 	if k.TeamOf != nil {
 		depends = append(depends, v1alpha1.TeamGroupVersionKind)
 	}
 	o.Gate.Register(func() {
-		go SetupWhenMapped(o.Logger, k.GVK.String(), func() error { return Setup(mgr, o, k) })
+		go SetupWhenMapped(o.Logger, t.gvk.String(), func() error { return Setup(mgr, o, k) })
 	}, depends...)
 	return nil
 }
+
+// kindTypes are what follows from a kind's Go type: its GroupVersionKind, the
+// controller's name and an empty list of it.
+type kindTypes struct {
+	gvk       schema.GroupVersionKind
+	groupKind string
+	list      resource.ManagedList
+}
+
+// typesOf are obj's types in scheme; its list kind is its kind + "List".
+func typesOf(scheme *runtime.Scheme, obj runtime.Object) (kindTypes, error) {
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return kindTypes{}, errors.Wrap(err, errKindTypes)
+	}
+	l, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err != nil {
+		return kindTypes{}, errors.Wrap(err, errKindTypes)
+	}
+	list, ok := l.(resource.ManagedList)
+	if !ok {
+		return kindTypes{}, errors.Errorf("%s: %T is not a list of managed resources", errKindTypes, l)
+	}
+	return kindTypes{gvk: gvk, groupKind: gvk.GroupKind().String(), list: list}, nil
+}
+
+const errKindTypes = "cannot find a managed-resource kind's types in the scheme"
 
 // SetupWhenMapped runs setup, again while it fails because the API
 // server's discovery (the manager's REST mapper) does not know a kind yet:
@@ -228,19 +257,23 @@ func SetupWhenMapped(log logging.Logger, what string, setup func() error) {
 
 // Setup adds the kind's managed-resource controller to mgr.
 func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) error {
-	name := managed.ControllerName(k.GroupKind)
+	t, err := typesOf(mgr.GetScheme(), k.Object)
+	if err != nil {
+		return err
+	}
+	name := managed.ControllerName(t.groupKind)
 	record := NewRecorder(mgr, name)
 
 	// NOTE: the state metrics recorder lists into the list it is given, on
 	// its own goroutine: it gets a copy, and every other list is a copy of
 	// a template nothing writes to (copying a list while it is filled
 	// panicked the provider at 1,000 MRs).
-	template := k.List.DeepCopyObject()
+	template := t.list.DeepCopyObject()
 	newList := func() resource.ManagedList { return template.DeepCopyObject().(resource.ManagedList) } //nolint:forcetypeassert // A copy of a ManagedList is one.
 	if err := setupIndexes(mgr, o.Indexes, k); err != nil {
 		return err
 	}
-	owners := Owners{Kube: mgr.GetClient(), NewList: newList, Kind: k.GVK.Kind, Naive: o.Naive}
+	owners := Owners{Kube: mgr.GetClient(), NewList: newList, Kind: t.gvk.Kind, Naive: o.Naive}
 	if k.Observed != nil {
 		owners.Observed = func(mg resource.Managed) int64 {
 			if m, ok := mg.(M); ok {
@@ -262,7 +295,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		Checks:      o.Checks,
 		Refusals:    adjust.NewRefusals(),
 		Absence:     extclient.NewAbsence(o.AbsenceConfirmation),
-		Kind:        k.GVK.Kind,
+		Kind:        t.gvk.Kind,
 	}
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[M](conn),
@@ -288,32 +321,13 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		if o.MetricOptions.MRStateMetrics != nil {
 			sm := statemetrics.NewMRStateRecorder(adjust.ListsUncopied{Client: mgr.GetClient()}, o.Logger, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
 			if err := mgr.Add(sm); err != nil {
-				return errors.Wrapf(err, errStateMetrics, k.GroupKind)
+				return errors.Wrapf(err, errStateMetrics, t.groupKind)
 			}
 		}
 	}
 
-	r := managed.NewReconciler(adjust.NothingToPublish(o.QuietStatus.Manager(mgr)), resource.ManagedKind(k.GVK), opts...)
-	newMR := func() M { return k.Object.DeepCopyObject().(M) } //nolint:forcetypeassert // A copy of an M is one.
-	atRest := func(ctx context.Context, req reconcile.Request) bool {
-		mg := newMR()
-		return mgr.GetClient().Get(ctx, req.NamespacedName, mg) == nil && schedule.AtRest(mg)
-	}
-	var rec reconcile.Reconciler = r
-	if o.QuietStatus != nil {
-		rec = adjust.FollowUp{Inner: r, Cache: mgr.GetClient(), New: func() client.Object { return newMR() }}
-	}
-	if k.Orphaned != nil {
-		// NOTE: inside the reconcile budget: its reads count as the
-		// reconcile's.
-		rec = Orphaning[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Before: orphaned(mgr.GetClient(), o.Servers, owners, record, k)}
-	}
-	rec = o.Limit(name, rec, atRest)
-	if k.TeamRefs != nil {
-		rec = TeamWait[M]{Inner: rec, Kube: mgr.GetClient(), New: newMR, Refs: k.TeamRefs, Now: time.Now}
-	}
-
-	copts, rec := o.Workers(name, rec)
+	r := managed.NewReconciler(adjustedManager(mgr, o), resource.ManagedKind(t.gvk), opts...)
+	copts, rec := o.Workers(name, layered(mgr, o, name, r, orphaned(mgr.GetClient(), o.Servers, owners, record, k), k))
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(copts).
@@ -326,6 +340,40 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 		b = teamWatch(b, mgr.GetClient(), newList)
 	}
 	return b.Complete(rec)
+}
+
+// adjustedManager is the manager crossplane-runtime's reconciler is given:
+// mgr with the changes to the runtime's writes, innermost first (see
+// package adjust). NOTE: the runtime has no option for its connection
+// publisher or its status client; a manager whose client changes them is
+// the one way in.
+func adjustedManager(mgr ctrl.Manager, o Options) ctrl.Manager {
+	m := o.QuietStatus.Manager(mgr)   // no status update that changes nothing
+	return adjust.NothingToPublish(m) // no empty connection Secret
+}
+
+// layered is the kind's reconciler: crossplane-runtime's r with the
+// provider's layers around it, innermost first. orphan cleans up after an
+// MR removed without Delete (k.Orphaned).
+func layered[M resource.ModernManaged](mgr ctrl.Manager, o Options, name string, r reconcile.Reconciler, orphan func(context.Context, M) error, k Kind[M]) reconcile.Reconciler {
+	kube := mgr.GetClient()
+	newMR := func() M { return k.Object.DeepCopyObject().(M) } //nolint:forcetypeassert // A copy of an M is one.
+	atRest := func(ctx context.Context, req reconcile.Request) bool {
+		mg := newMR()
+		return kube.Get(ctx, req.NamespacedName, mg) == nil && schedule.AtRest(mg)
+	}
+	rec := r
+	if o.QuietStatus != nil {
+		rec = adjust.FollowUp{Inner: rec, Cache: kube, New: func() client.Object { return newMR() }} // a new object observed in the same turn
+	}
+	if k.Orphaned != nil {
+		rec = Orphaning[M]{Inner: rec, Kube: kube, New: newMR, Before: orphan} // inside the budget: its reads count as the reconcile's
+	}
+	rec = o.Limit(name, rec, atRest) // the reconcile budget, shared between namespaces
+	if k.TeamRefs != nil {
+		rec = TeamWait[M]{Inner: rec, Kube: kube, New: newMR, Refs: k.TeamRefs, Now: time.Now} // a child waits for its Team outside the budget
+	}
+	return rec
 }
 
 // orphaned runs k.Orphaned for an MR that holds its object (it observed

@@ -92,29 +92,16 @@ var _ api = (*terdut.Client)(nil)
 
 // Setup adds the Integration controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
-	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.Integration]{
-		GroupKind:    v1alpha1.IntegrationGroupKind,
-		GVK:          v1alpha1.IntegrationGroupVersionKind,
-		Object:       &v1alpha1.Integration{},
-		List:         &v1alpha1.IntegrationList{},
-		External:     New,
-		ObservedTeam: func(cr *v1alpha1.Integration) int64 { return cr.Status.AtProvider.TeamID },
-		TeamOf:       teamOf,
-		Credentials:  credentials.TeamKey(teamOf),
-		TeamRefs: func(cr *v1alpha1.Integration) []string {
-			return generic.TeamRefKeys(cr.Spec.ForProvider.TeamIDRef, cr.Spec.ForProvider.TeamID)
-		},
+	return generic.SetupGated(mgr, o, generic.ChildOfTeam(generic.Kind[*v1alpha1.Integration]{
+		Object:         &v1alpha1.Integration{},
+		External:       New,
 		Observed:       func(cr *v1alpha1.Integration) int64 { return cr.Status.AtProvider.ID },
 		OwnAnnotations: extclient.AttemptAnnotations(),
 		// Create lists the team's integrations and adopts one of the same
 		// name before it POSTs, so a retried Create cannot duplicate.
 		DeterministicExternalName: true,
 		OwnsSecrets:               true,
-	})
-}
-
-func teamOf(cr *v1alpha1.Integration) (int64, bool) {
-	return extclient.KnownTeam(cr.Spec.ForProvider.TeamID, cr.Status.AtProvider.TeamID)
+	}))
 }
 
 // New returns an Integration's external client.

@@ -98,11 +98,8 @@ var _ api = (*terdut.Client)(nil)
 // Setup adds the ServiceAccount controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
 	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.ServiceAccount]{
-		GroupKind: v1alpha1.ServiceAccountGroupKind,
-		GVK:       v1alpha1.ServiceAccountGroupVersionKind,
-		Object:    &v1alpha1.ServiceAccount{},
-		List:      &v1alpha1.ServiceAccountList{},
-		External:  New,
+		Object:   &v1alpha1.ServiceAccount{},
+		External: New,
 		// Create looks the account up by name before creating one.
 		DeterministicExternalName: true,
 		OwnsSecrets:               true,

@@ -49,10 +49,7 @@ var _ api = (*terdut.Client)(nil)
 // Setup adds the Team controller to mgr.
 func Setup(mgr ctrl.Manager, o generic.Options) error {
 	return generic.SetupGated(mgr, o, generic.Kind[*v1alpha1.Team]{
-		GroupKind:                 v1alpha1.TeamGroupKind,
-		GVK:                       v1alpha1.TeamGroupVersionKind,
 		Object:                    &v1alpha1.Team{},
-		List:                      &v1alpha1.TeamList{},
 		External:                  New,
 		Credentials:               credentials.InstanceKey[*v1alpha1.Team](),
 		Observed:                  func(cr *v1alpha1.Team) int64 { return cr.Status.AtProvider.ID },
