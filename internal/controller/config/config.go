@@ -61,7 +61,7 @@ func setup(mgr ctrl.Manager, o generic.Options) error {
 			WithOptions(o.ForControllerRuntime()).
 			For(k.object).
 			Watches(&v1alpha1.ProviderConfigUsage{}, &resource.EnqueueRequestForProviderConfig{Kind: k.kind}).
-			Complete(o.Limit(name, &Coalescing{Reconciler: f, Every: coalesceEvery, Urgent: unguarded}, nil))
+			Complete(o.Limit(name, &Coalescing{Reconciler: f, Every: coalesceEvery, Urgent: unguarded}, o.GlobalRateLimiter, nil))
 		if err != nil {
 			return err
 		}

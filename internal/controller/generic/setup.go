@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +22,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
@@ -33,7 +31,6 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/credentials"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/extclient"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/schedule"
-	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 )
 
 const errStateMetrics = "cannot register the MR state metrics recorder for %s"
@@ -42,6 +39,10 @@ const errStateMetrics = "cannot register the MR state metrics recorder for %s"
 // provider's controllers share.
 type Options struct {
 	controller.Options
+
+	// Budget is when the reconciles run: the reconcile budget, the
+	// per-MR backoff and the workers one namespace may hold.
+	schedule.Budget
 
 	// Servers is the process's client cache and team-scoped keys.
 	Servers *credentials.Servers
@@ -59,11 +60,6 @@ type Options struct {
 	// "before", honoured only in a -tags bench build (Owners.Naive).
 	Naive bool
 
-	// MaxBackoff caps how long an MR waits before it is reconciled again
-	// after a reconcile that asked to be retried; zero is crossplane-
-	// runtime's 60 s.
-	MaxBackoff time.Duration
-
 	// Checks counts the comparisons with the server; nil counts none.
 	Checks *adjust.Checks
 
@@ -75,25 +71,9 @@ type Options struct {
 	// its absence is confirmed with a fresh read (see Absence).
 	AbsenceConfirmation time.Duration
 
-	// Share is the reconcile budget, shared between namespaces; nil is
-	// crossplane-runtime's GlobalRateLimiter (first come, first served).
-	Share *fair.Share
-
-	// ChangesFirst puts the drift checks of a namespace off while its
-	// changes wait for the budget (with Share); nil does not.
-	ChangesFirst *schedule.ChangesFirst
-
 	// MinPollInterval is the shortest poll an MR's
 	// crossplane.io/poll-interval annotation may ask for.
 	MinPollInterval time.Duration
-
-	// NamespaceWorkers is how many of a controller's workers one
-	// namespace may hold at once (with Share; 0: all of them): the others
-	// stay free for the other namespaces' requests.
-	NamespaceWorkers int
-
-	// Held counts the requests NamespaceWorkers holds back; nil does not.
-	Held *schedule.HeldRequests
 }
 
 // PollOptions are how often an MR is polled: every PollInterval, or as its
@@ -103,43 +83,10 @@ func (o Options) PollOptions() []managed.ReconcilerOption {
 	return []managed.ReconcilerOption{managed.WithPollInterval(o.PollInterval), managed.WithMinPollInterval(o.MinPollInterval)}
 }
 
-// Limit wraps a controller's reconciler in the reconcile budget: shared
-// between namespaces if there is a Share.
-func (o Options) Limit(name string, r reconcile.Reconciler, atRest func(context.Context, reconcile.Request) bool) reconcile.Reconciler {
-	if o.Share != nil {
-		f := schedule.NewFairReconciler(name, r, o.Share)
-		f.Changes, f.AtRest = o.ChangesFirst, atRest
-		return f
-	}
-	return ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter)
-}
-
-// ForControllerRuntime are the controller options, with the per-MR
-// backoff capped at MaxBackoff. NOTE: crossplane-runtime's reconciler asks
-// to be retried after successes too (a create, a delete to confirm), so an
-// MR that failed a while backs off even on its way back; the load a cap
-// lets through is still bounded by the global reconcile rate and by each
-// server's own limit.
+// ForControllerRuntime are the controller options with the Budget's
+// backoff cap and queue (schedule.Budget.Controller).
 func (o Options) ForControllerRuntime() ctrlcontroller.Options {
-	c := o.Options.ForControllerRuntime()
-	if o.MaxBackoff > 0 {
-		c.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, o.MaxBackoff)
-	}
-	if o.Share != nil {
-		c.NewQueue = schedule.FairQueue
-	}
-	return c
-}
-
-// Workers are controller name's options and reconciler r: with Share and
-// NamespaceWorkers below MaxConcurrentReconciles, no namespace holds more
-// than NamespaceWorkers of its workers at once (LimitedWorkers).
-func (o Options) Workers(name string, r reconcile.Reconciler) (ctrlcontroller.Options, reconcile.Reconciler) {
-	c := o.ForControllerRuntime()
-	if o.Share == nil || o.NamespaceWorkers <= 0 || o.NamespaceWorkers >= c.MaxConcurrentReconciles {
-		return c, r
-	}
-	return schedule.LimitedWorkers(name, c, r, o.NamespaceWorkers, o.Held)
+	return o.Controller(o.Options.ForControllerRuntime())
 }
 
 // A Kind describes one managed-resource kind to Setup.
@@ -327,7 +274,7 @@ func Setup[M resource.ModernManaged](mgr ctrl.Manager, o Options, k Kind[M]) err
 	}
 
 	r := managed.NewReconciler(adjustedManager(mgr, o), resource.ManagedKind(t.gvk), opts...)
-	copts, rec := o.Workers(name, layered(mgr, o, name, r, orphaned(mgr.GetClient(), o.Servers, owners, record, k), k))
+	copts, rec := o.Workers(name, o.Options.ForControllerRuntime(), layered(mgr, o, name, r, orphaned(mgr.GetClient(), o.Servers, owners, record, k), k))
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(copts).
@@ -369,7 +316,7 @@ func layered[M resource.ModernManaged](mgr ctrl.Manager, o Options, name string,
 	if k.Orphaned != nil {
 		rec = Orphaning[M]{Inner: rec, Kube: kube, New: newMR, Before: orphan} // inside the budget: its reads count as the reconcile's
 	}
-	rec = o.Limit(name, rec, atRest) // the reconcile budget, shared between namespaces
+	rec = o.Limit(name, rec, o.GlobalRateLimiter, atRest) // the reconcile budget, shared between namespaces
 	if k.TeamRefs != nil {
 		rec = TeamWait[M]{Inner: rec, Kube: kube, New: newMR, Refs: k.TeamRefs, Now: time.Now} // a child waits for its Team outside the budget
 	}

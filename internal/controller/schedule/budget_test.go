@@ -1,4 +1,4 @@
-package generic
+package schedule
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 
-	"git.ryuvia.com/niklas/provider-terdut/internal/controller/schedule"
 	"git.ryuvia.com/niklas/provider-terdut/internal/fair"
 )
 
@@ -81,9 +80,8 @@ func work(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.
 // within the first few dozen reconciles, not after a's 2,000.
 func TestABurstInOneNamespaceDoesNotStarveAnother(t *testing.T) {
 	const rate, workers = 1000, 4
-	o := Options{Options: controller.Options{GlobalRateLimiter: ratelimiter.NewGlobal(rate)}, MaxBackoff: 10 * time.Second}
-	o.Share = fair.New(rate, fair.Options{Burst: 10 * rate})
-	newQueue := o.ForControllerRuntime().NewQueue
+	o := Budget{MaxBackoff: 10 * time.Second, Share: fair.New(rate, fair.Options{Burst: 10 * rate})}
+	newQueue := o.Controller(controller.Options{}.ForControllerRuntime()).NewQueue
 	if newQueue == nil {
 		// controller-runtime's default.
 		newQueue = func(name string, l workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
@@ -92,7 +90,7 @@ func TestABurstInOneNamespaceDoesNotStarveAnother(t *testing.T) {
 	}
 	q := newQueue("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	rec := &order{done: make(chan struct{})}
-	r := o.Limit("test", rec, nil)
+	r := o.Limit("test", rec, ratelimiter.NewGlobal(rate), nil)
 	for i := range 2000 {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: fmt.Sprint(i)}})
 	}
@@ -132,8 +130,8 @@ func TestABurstInOneNamespaceDoesNotStarveAnother(t *testing.T) {
 // and at most 3 for one namespace, b's MR, created after them, is reconciled
 // while all of a's running reconciles are still running.
 func TestANamespacesBurstLeavesWorkersFree(t *testing.T) {
-	held := schedule.NewHeldRequests()
-	o := Options{Options: controller.Options{MaxConcurrentReconciles: 4}, Share: fair.New(1000, fair.Options{Burst: 10000}), NamespaceWorkers: 3, Held: held}
+	held := NewHeldRequests()
+	o := Budget{Share: fair.New(1000, fair.Options{Burst: 10000}), NamespaceWorkers: 3, Held: held}
 	release := make(chan struct{})
 	var mu sync.Mutex
 	running := map[string]int{}
@@ -153,7 +151,7 @@ func TestANamespacesBurstLeavesWorkersFree(t *testing.T) {
 		mu.Unlock()
 		return reconcile.Result{}, nil
 	})
-	copts, rec := o.Workers("test", r)
+	copts, rec := o.Workers("test", controller.Options{MaxConcurrentReconciles: 4}.ForControllerRuntime(), r)
 	q := copts.NewQueue("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	for i := range 2000 {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: fmt.Sprint(i)}})
