@@ -67,6 +67,12 @@ func (c *Client) GetServiceAccountByName(ctx context.Context, name string) (*Ser
 	return nil, nil //nolint:nilnil // No account of that name is not an error.
 }
 
+// ListServiceAccounts returns every service account (none carries a key).
+func (c *Client) ListServiceAccounts(ctx context.Context) ([]ServiceAccount, error) {
+	var out []ServiceAccount
+	return out, c.do(ctx, http.MethodGet, pathServiceAccounts, nil, nil, &out)
+}
+
 // DeleteServiceAccount deletes an account and its keys.
 func (c *Client) DeleteServiceAccount(ctx context.Context, accountID int64) error {
 	return c.do(ctx, http.MethodDelete, pathServiceAccounts+"/"+id(accountID), nil, nil, nil)
@@ -94,6 +100,13 @@ func (c *Client) RevokeKey(ctx context.Context, accountID, keyID int64) error {
 func (c *Client) CreateTeam(ctx context.Context, name string) (*Team, error) {
 	out := &Team{}
 	return out, c.do(ctx, http.MethodPost, pathTeams, nil, teamName{Name: name}, out)
+}
+
+// ListTeams returns every team; with shared lists, one answer serves every
+// caller of the key.
+func (c *Client) ListTeams(ctx context.Context) ([]Team, error) {
+	var out []Team
+	return out, c.shared(ctx, c.keyView(), pathTeams, &out)
 }
 
 // GetTeam returns one team. With shared lists it is found in the list of
