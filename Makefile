@@ -34,6 +34,7 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(OUT)/provider ./cmd/provider
 	$(GO) build -o $(OUT)/terdut-double ./cmd/terdut-double
 	$(GO) build -o $(OUT)/function ./cmd/function
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(OUT)/discover ./cmd/discover
 
 ## generate: deepcopy, managed methods and CRDs (package/provider/crds) from
 ## apis/, and the XRDs (package/configuration/apis) from apis/platform.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/teamkey"
@@ -59,11 +60,17 @@ func ResolveProviderConfig(ctx context.Context, kube client.Reader, mg resource.
 	if ref == nil || ref.Name == "" {
 		return Config{}, errors.New(errNoPCRef)
 	}
+	return GetProviderConfig(ctx, kube, *ref, mg.GetNamespace())
+}
+
+// GetProviderConfig gets the provider config ref names for an MR of
+// namespace: a ProviderConfig there, or a ClusterProviderConfig.
+func GetProviderConfig(ctx context.Context, kube client.Reader, ref xpv2.ProviderConfigReference, namespace string) (Config, error) {
 	switch ref.Kind {
 	case v1alpha1.ProviderConfigKind:
 		pc := &v1alpha1.ProviderConfig{}
-		if err := kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
-			return Config{}, errors.Wrapf(err, errGetPC, ref.Kind, mg.GetNamespace()+"/"+ref.Name)
+		if err := kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, pc); err != nil {
+			return Config{}, errors.Wrapf(err, errGetPC, ref.Kind, namespace+"/"+ref.Name)
 		}
 		return Config{Kind: ref.Kind, Name: pc.Name, Namespace: pc.Namespace, Spec: pc.Spec}, nil
 	case v1alpha1.ClusterProviderConfigKind:

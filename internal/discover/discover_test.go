@@ -1,0 +1,306 @@
+package discover_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
+	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/deadmanswitch"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/escalationpolicy"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/integration"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/team"
+	"git.ryuvia.com/niklas/provider-terdut/internal/discover"
+	"git.ryuvia.com/niklas/provider-terdut/internal/terdutdouble"
+)
+
+const adminKey = "tdk_discover_admin"
+
+// brownfield is a server as a platform team finds it: teams made by hand
+// (two whose names slug alike), 3-level policies paging users by ID,
+// switches with and without names, integrations of each kind, team and
+// instance service accounts, and one team key account of the provider's.
+func brownfield(t *testing.T) (*terdutdouble.Server, *httptest.Server, terdutdouble.Made) {
+	t.Helper()
+	d := terdutdouble.New(terdutdouble.Options{AdminKey: adminKey, Users: []string{"alice", "bob"}})
+	hs := httptest.NewServer(d.Handler())
+	t.Cleanup(hs.Close)
+	var alice, bob int64
+	for _, u := range d.Snapshot().Users {
+		switch u.Username {
+		case "alice":
+			alice = u.ID
+		case "bob":
+			bob = u.ID
+		}
+	}
+	var h terdutdouble.HandMade
+	for i := range 6 {
+		ht := terdutdouble.HandMadeTeam{
+			Name: fmt.Sprintf("Payments %d", i),
+			Policy: &terdut.EscalationPolicy{RepeatCount: 2, FallbackTopic: "ops", Levels: []terdut.EscalationLevel{
+				{Timeout: "5m", Targets: []terdut.EscalationTarget{{Kind: "oncall"}}},
+				{Timeout: "10m", Targets: []terdut.EscalationTarget{{Kind: "user", UserID: &alice}}},
+				{Timeout: "15m", Targets: []terdut.EscalationTarget{{Kind: "user", UserID: &bob}, {Kind: "oncall"}}},
+			}},
+			Switches: []terdut.DeadmanSwitch{
+				{Name: "Watchdog prod", Matcher: "alertname=Watchdog,cluster=prod", Timeout: "10m", Severity: "critical"},
+				{Matcher: "cluster = staging, alertname=Watchdog", Timeout: "1h"},
+			},
+			Integrations: []terdut.Integration{{Kind: "alertmanager", Name: "am prod"}, {Kind: "grafana", Name: "grafana"}, {Kind: "webhook", Name: "ci"}},
+			Accounts:     []string{fmt.Sprintf("payments-%d-bot", i)},
+		}
+		if i == 1 {
+			ht.OIDCMemberGroup, ht.OIDCOwnerGroup = "payments", "payments-leads"
+		}
+		h.Teams = append(h.Teams, ht)
+	}
+	h.Teams = append(h.Teams, terdutdouble.HandMadeTeam{Name: "payments-0"}, terdutdouble.HandMadeTeam{Name: "Ω"})
+	h.InstanceAccounts = []string{"grafana-sync", "crossplane-team-1"}
+	made, err := d.Seed(hs.URL, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, hs, made
+}
+
+func client(t *testing.T, url string) *terdut.Client {
+	t.Helper()
+	c, err := terdut.New(terdut.Options{Endpoint: url, Token: adminKey, ListMaxAge: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var cpc = xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
+
+// TestDiscoveryWritesWhatTakesTheServerOver: every object of a hand-made
+// server gets one manifest, observe-only, with its external name, named
+// after it (RFC 1123, none colliding), its forProvider equal to the live
+// object as each kind compares them (so managing it later writes nothing);
+// reading it takes GETs only, one list per kind per team; a second run
+// writes the same files.
+func TestDiscoveryWritesWhatTakesTheServerOver(t *testing.T) {
+	d, hs, _ := brownfield(t)
+	st := d.Snapshot()
+	before := d.Counters()
+	o := discover.Options{ProviderConfig: cpc, HomeNamespace: "crossplane-system"}
+	r, err := discover.Discover(t.Context(), client(t, hs.URL), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := d.Counters()
+	for route, n := range after {
+		if n-before[route] > 0 && !strings.HasPrefix(route, http.MethodGet+" ") {
+			t.Errorf("discovery sent %d %s: it must only read", n-before[route], route)
+		}
+		if strings.HasPrefix(route, "GET /api/teams/{id}/") && n-before[route] > len(st.Teams) {
+			t.Errorf("%d %s for %d teams: want one per team", n-before[route], route, len(st.Teams))
+		}
+	}
+	if n := after["GET /api/teams"] - before["GET /api/teams"]; n != 1 {
+		t.Errorf("the teams were listed %d times, want once", n)
+	}
+
+	// 8 teams, 6 policies, 12 switches, 18 integrations, 6 team accounts
+	// and 1 instance account; the provider's own team key account is not.
+	want := map[string]int{v1alpha1.TeamKind: 8, v1alpha1.EscalationPolicyKind: 6, v1alpha1.DeadmanSwitchKind: 12, v1alpha1.IntegrationKind: 18, v1alpha1.ServiceAccountKind: 7}
+	for k, n := range want {
+		if r.Written[k] != n {
+			t.Errorf("%d %s written, want %d", r.Written[k], k, n)
+		}
+	}
+	if len(r.Skipped) != 1 || r.Skipped[0].What != "service account crossplane-team-1" {
+		t.Errorf("skipped %+v, want only the provider's own team key account", r.Skipped)
+	}
+
+	unnamed := 0
+	seen := map[string]bool{}
+	for _, f := range r.Files {
+		if mr := parse(t, f); mr.Kind == v1alpha1.DeadmanSwitchKind && mr.Spec.ForProvider.Name == nil {
+			unnamed++
+		}
+		mr := parse(t, f)
+		if mr.Spec.ManagementPolicies[0] != "Observe" || len(mr.Spec.ManagementPolicies) != 1 {
+			t.Errorf("%s: managementPolicies %v, want [Observe]", f.Path, mr.Spec.ManagementPolicies)
+		}
+		if errs := validation.IsDNS1123Label(mr.Metadata.Name); len(errs) > 0 {
+			t.Errorf("%s: name %q is no RFC 1123 label: %v", f.Path, mr.Metadata.Name, errs)
+		}
+		key := mr.Kind + "/" + mr.Metadata.Namespace + "/" + mr.Metadata.Name
+		if seen[key] {
+			t.Errorf("%s: two manifests are %s", f.Path, key)
+		}
+		seen[key] = true
+		if diff := liveDiff(t, st, mr, f.Data); diff != "" {
+			t.Errorf("%s: forProvider differs from the live object, managing it would write: %s", f.Path, diff)
+		}
+	}
+	if unnamed != 6 {
+		t.Errorf("%d switches written without a name, want the 6 made without one (their name keeps following their matcher)", unnamed)
+	}
+	newer := "payments-0-" + strconv.FormatInt(st.Teams[6].ID, 10)
+	if !seen["Team/payments-0/payments-0"] || !seen["Team/"+newer+"/payments-0"] {
+		t.Errorf("teams %q and %q (one slug): want the older one's namespace payments-0, the newer's %s; got %v", st.Teams[0].Name, st.Teams[6].Name, newer, seen)
+	}
+	if !seen["Team/team-"+strconv.FormatInt(st.Teams[7].ID, 10)+"/team-"+strconv.FormatInt(st.Teams[7].ID, 10)] {
+		t.Errorf("team %q (no letter of a-z or digit): want it named team-<its ID>", st.Teams[7].Name)
+	}
+
+	again, err := discover.Discover(t.Context(), client(t, hs.URL), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Files) != len(r.Files) {
+		t.Fatalf("second run: %d files, first %d", len(again.Files), len(r.Files))
+	}
+	for i := range r.Files {
+		if again.Files[i].Path != r.Files[i].Path || !bytes.Equal(again.Files[i].Data, r.Files[i].Data) {
+			t.Errorf("second run: %s differs from the first run's %s", again.Files[i].Path, r.Files[i].Path)
+		}
+	}
+}
+
+// TestDiscoverySkipsWhatAnMRHolds: a team an MR in the cluster already
+// holds is not written again (two MRs never hold one object); its children
+// name it by ID, and the skip says which MR holds it.
+func TestDiscoverySkipsWhatAnMRHolds(t *testing.T) {
+	_, hs, made := brownfield(t)
+	held := strconv.FormatInt(made.Teams[2].ID, 10)
+	r, err := discover.Discover(t.Context(), client(t, hs.URL), discover.Options{
+		ProviderConfig: cpc, HomeNamespace: "crossplane-system",
+		Held: map[discover.Key]string{{Kind: v1alpha1.TeamKind, ExternalName: held}: "platform/payments"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := make([]string, 0, len(r.Skipped))
+	for _, s := range r.Skipped {
+		skipped = append(skipped, s.What+": "+s.Why)
+	}
+	if r.Written[v1alpha1.TeamKind] != 7 || len(skipped) != 2 || !strings.Contains(skipped[0], "held by Team platform/payments") {
+		t.Errorf("%d Teams written, skipped %q; want 7, and team %s held by Team platform/payments", r.Written[v1alpha1.TeamKind], skipped, held)
+	}
+	for _, f := range r.Files {
+		if !strings.HasPrefix(f.Path, "payments-2/") {
+			continue
+		}
+		mr := parse(t, f)
+		if mr.Spec.ForProvider.TeamID == nil || strconv.FormatInt(*mr.Spec.ForProvider.TeamID, 10) != held || mr.Spec.ForProvider.TeamIDRef != nil {
+			t.Errorf("%s: names its team %v / %v, want by ID %s (its Team is held elsewhere)", f.Path, mr.Spec.ForProvider.TeamID, mr.Spec.ForProvider.TeamIDRef, held)
+		}
+	}
+}
+
+type written struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name        string            `json:"name"`
+		Namespace   string            `json:"namespace"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		ManagementPolicies []string `json:"managementPolicies"`
+		ForProvider        struct {
+			Name      *string         `json:"name"`
+			TeamID    *int64          `json:"teamId"`
+			TeamIDRef *xpv2.Reference `json:"teamIdRef"`
+		} `json:"forProvider"`
+	} `json:"spec"`
+}
+
+func parse(t *testing.T, f discover.File) written {
+	t.Helper()
+	var w written
+	if err := yaml.UnmarshalStrict(f.Data, &w, yaml.DisallowUnknownFields); err != nil {
+		// NOTE: forProvider's other fields are the kinds' own.
+		if err := yaml.Unmarshal(f.Data, &w); err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
+		}
+	}
+	return w
+}
+
+// liveDiff compares a manifest's forProvider with the live object, as the
+// kind's controller does.
+func liveDiff(t *testing.T, st terdutdouble.State, mr written, data []byte) string {
+	t.Helper()
+	id, err := strconv.ParseInt(mr.Metadata.Annotations["crossplane.io/external-name"], 10, 64)
+	if err != nil {
+		return "no numeric external name"
+	}
+	var body struct {
+		Spec struct {
+			ForProvider map[string]any `json:"forProvider"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &body); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := yaml.Marshal(body.Spec.ForProvider)
+	switch mr.Kind {
+	case v1alpha1.TeamKind:
+		var p v1alpha1.TeamParameters
+		must(t, yaml.UnmarshalStrict(raw, &p))
+		for _, tm := range st.Teams {
+			if tm.ID == id {
+				return team.Diff(p, &tm)
+			}
+		}
+	case v1alpha1.EscalationPolicyKind:
+		var p v1alpha1.EscalationPolicyParameters
+		must(t, yaml.UnmarshalStrict(raw, &p))
+		want, _, missing := escalationpolicy.Resolve(p, st.Users)
+		if len(missing) > 0 {
+			return fmt.Sprintf("usernames %v unknown", missing)
+		}
+		return escalationpolicy.Diff(want, st.Policies[id])
+	case v1alpha1.DeadmanSwitchKind:
+		var p v1alpha1.DeadmanSwitchParameters
+		must(t, yaml.UnmarshalStrict(raw, &p))
+		for _, s := range st.Switches {
+			if s.ID == id {
+				return deadmanswitch.Diff(p, s.DeadmanSwitch)
+			}
+		}
+	case v1alpha1.IntegrationKind:
+		var p v1alpha1.IntegrationParameters
+		must(t, yaml.UnmarshalStrict(raw, &p))
+		for _, in := range st.Integrations {
+			if in.ID == id {
+				return integration.Diff(p, in.Integration)
+			}
+		}
+	case v1alpha1.ServiceAccountKind:
+		var p v1alpha1.ServiceAccountParameters
+		must(t, yaml.UnmarshalStrict(raw, &p))
+		for _, a := range st.ServiceAccounts {
+			if a.ID == id {
+				if a.Name != p.Name || a.Scope != p.Scope {
+					return fmt.Sprintf("account %s/%s, manifest %s/%s", a.Name, a.Scope, p.Name, p.Scope)
+				}
+				return ""
+			}
+		}
+	}
+	return "no live object of that ID"
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
