@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -49,6 +50,8 @@ type Options struct {
 	// HomeNamespace is where instance-scoped service accounts go: the
 	// provider's namespace (only there may they be managed).
 	HomeNamespace string
+	// Readers is how many teams are read at once; 0 is 8.
+	Readers int
 	// Held are the server objects an MR in the cluster already holds (its
 	// namespace/name by Key): they are skipped, so that two MRs never hold
 	// one object.
@@ -106,10 +109,14 @@ func Discover(ctx context.Context, srv Server, o Options) (Result, error) {
 	}
 	slices.SortFunc(teams, func(a, b terdut.Team) int { return compareID(a.ID, b.ID) })
 	slices.SortFunc(accounts, func(a, b terdut.ServiceAccount) int { return compareID(a.ID, b.ID) })
+	contents, err := readTeams(ctx, srv, teams, o.Readers)
+	if err != nil {
+		return r, err
+	}
 	w := writer{o: o, result: &r, names: names{}, namespaces: map[string]bool{}}
 	dirs := names{}
 	teamDir := map[int64]team{}
-	for _, t := range teams {
+	for i, t := range teams {
 		dir := dirs.take("", slug(t.Name, "team", t.ID), t.ID)
 		ns := dir
 		if o.Namespace != nil {
@@ -117,9 +124,7 @@ func Discover(ctx context.Context, srv Server, o Options) (Result, error) {
 		}
 		tm := team{Team: t, dir: dir, namespace: ns}
 		teamDir[t.ID] = tm
-		if err := w.team(ctx, srv, tm, users); err != nil {
-			return r, err
-		}
+		w.team(tm, contents[i], users)
 	}
 	for _, a := range accounts {
 		w.account(a, teamDir)
@@ -143,8 +148,51 @@ type writer struct {
 	namespaces map[string]bool
 }
 
+// contents are what a team holds on the server.
+type contents struct {
+	policy       *terdut.EscalationPolicy
+	switches     []terdut.DeadmanSwitch
+	integrations []terdut.Integration
+}
+
+// readTeams reads what each team holds, readers teams at once; the
+// answers are in the teams' order, whatever order they came in.
+func readTeams(ctx context.Context, srv Server, teams []terdut.Team, readers int) ([]contents, error) {
+	if readers <= 0 {
+		readers = 8
+	}
+	out := make([]contents, len(teams))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(readers)
+	for i, t := range teams {
+		g.Go(func() error {
+			c, err := readTeam(ctx, srv, t)
+			out[i] = c
+			return err
+		})
+	}
+	return out, g.Wait()
+}
+
+func readTeam(ctx context.Context, srv Server, t terdut.Team) (contents, error) {
+	var c contents
+	var err error
+	if c.policy, err = srv.GetEscalationPolicy(ctx, t.ID); err != nil {
+		return c, fmt.Errorf("cannot read the escalation policy of team %q: %w", t.Name, err)
+	}
+	if c.switches, err = srv.ListDeadmanSwitches(ctx, t.ID); err != nil {
+		return c, fmt.Errorf("cannot list the switches of team %q: %w", t.Name, err)
+	}
+	if c.integrations, err = srv.ListIntegrations(ctx, t.ID); err != nil {
+		return c, fmt.Errorf("cannot list the integrations of team %q: %w", t.Name, err)
+	}
+	slices.SortFunc(c.switches, func(a, b terdut.DeadmanSwitch) int { return compareID(a.ID, b.ID) })
+	slices.SortFunc(c.integrations, func(a, b terdut.Integration) int { return compareID(a.ID, b.ID) })
+	return c, nil
+}
+
 // team writes a team's Team, policy, switches and integrations.
-func (w *writer) team(ctx context.Context, srv Server, t team, users []terdut.User) error {
+func (w *writer) team(t team, c contents, users []terdut.User) {
 	id := strconv.FormatInt(t.ID, 10)
 	name, ok := w.mr(v1alpha1.TeamKind, id, "team "+t.Name, t.namespace, slug(t.Name, "team", t.ID), t.ID)
 	if ok {
@@ -158,30 +206,15 @@ func (w *writer) team(ctx context.Context, srv Server, t team, users []terdut.Us
 	// here, else by ID (the Team held elsewhere may live in another
 	// namespace).
 	t.mr = name
-	policy, err := srv.GetEscalationPolicy(ctx, t.ID)
-	if err != nil {
-		return fmt.Errorf("cannot read the escalation policy of team %q: %w", t.Name, err)
+	if c.policy != nil && !c.policy.IsEmpty() {
+		w.policy(t, *c.policy, users)
 	}
-	if policy != nil && !policy.IsEmpty() {
-		w.policy(t, *policy, users)
-	}
-	switches, err := srv.ListDeadmanSwitches(ctx, t.ID)
-	if err != nil {
-		return fmt.Errorf("cannot list the switches of team %q: %w", t.Name, err)
-	}
-	slices.SortFunc(switches, func(a, b terdut.DeadmanSwitch) int { return compareID(a.ID, b.ID) })
-	for _, s := range switches {
+	for _, s := range c.switches {
 		w.deadmanSwitch(t, s)
 	}
-	integrations, err := srv.ListIntegrations(ctx, t.ID)
-	if err != nil {
-		return fmt.Errorf("cannot list the integrations of team %q: %w", t.Name, err)
-	}
-	slices.SortFunc(integrations, func(a, b terdut.Integration) int { return compareID(a.ID, b.ID) })
-	for _, in := range integrations {
+	for _, in := range c.integrations {
 		w.integration(t, in)
 	}
-	return nil
 }
 
 // teamOf is how a child names its team: by reference to the Team written

@@ -160,6 +160,7 @@ func run() error {
 	providerArgs := flag.String("provider-args", "", "More provider flags, space separated (e.g. --max-reconcile-rate=50).")
 	providerEnv := flag.String("provider-env", "", "Environment of the provider only, space separated (e.g. GOMEMLIMIT=64MiB GOGC=50).")
 	peer := flag.Bool("peer", true, "Also run the -compare-n mixed shape on crossplane-contrib's provider-http "+stack.ProviderHTTPVersion+" (its defaults, then tuned to -poll and the provider's rate), with the behaviour trials on both.")
+	discoverN := flag.Int("discover", 1000, "Objects of a server made by hand that cmd/discover's reading is timed on (teams of a team, a policy, a switch and an integration; 0 skips it).")
 	out := flag.String("out", "_output/bench", "Where the JSON and the SVG plot go.")
 	flag.Parse()
 
@@ -226,6 +227,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	var found *discovery
+	if *discoverN > 0 {
+		d, err := b.discoverServer(ctx, *discoverN, *latency)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, d.describe())
+		if d.Writes > 0 {
+			return fmt.Errorf("%s: discovery must only read", d.describe())
+		}
+		found = &d
+	}
 	var peers []result
 	if *peer {
 		if peers, err = b.peers(ctx, plan); err != nil {
@@ -235,6 +248,7 @@ func run() error {
 	// The environment first, as a shell line would show it.
 	report := newReport(results, *poll, *latency, append(env, base...))
 	report.Noisy = noisies
+	report.Discovery = found
 	report.addPeers(peers)
 	report.addNoisyTargets()
 	if err := os.MkdirAll(*out, 0o750); err != nil {

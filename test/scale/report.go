@@ -20,6 +20,8 @@ type report struct {
 	Ratios        []ratio  `json:"naiveOverShared"`
 	Targets       []target `json:"targets"`
 	Noisy         []noisy  `json:"noisyNeighbour,omitempty"`
+	// Discovery is cmd/discover's reading of a server made by hand.
+	Discovery *discovery `json:"discovery,omitempty"`
 	// Peers is the compared shape on provider-terdut and on provider-http
 	// (its defaults, then tuned), from the same run.
 	Peers []peerRow `json:"peers,omitempty"`
@@ -282,6 +284,9 @@ func printReport(w io.Writer, r report) {
 	printHeader(w)
 	for _, res := range r.Results {
 		printRow(w, res)
+	}
+	if r.Discovery != nil {
+		_, _ = fmt.Fprintf(w, "\n%s\n", r.Discovery.describe())
 	}
 	_, _ = fmt.Fprintln(w, "\nrequests at rest by route (shared, per run over three polls):")
 	for _, res := range r.Results {
