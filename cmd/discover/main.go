@@ -89,15 +89,17 @@ func run(ctx context.Context, f flags) error {
 	if err != nil {
 		return err
 	}
-	held, err := discover.Held(ctx, kube, ref, pcNamespace)
+	held, taken, err := discover.InCluster(ctx, kube, ref, pcNamespace)
 	if err != nil {
 		return err
 	}
-	o := discover.Options{ProviderConfig: ref, HomeNamespace: f.home, Held: held}
+	o := discover.Options{ProviderConfig: ref, HomeNamespace: f.home, Held: held, Taken: taken}
 	switch {
 	case pcNamespace != "":
+		// NOTE: a ProviderConfig serves its own namespace only, and no
+		// instance-scoped account may be managed outside the provider's.
 		o.Namespace = func(terdut.Team, string) string { return pcNamespace }
-		o.HomeNamespace = pcNamespace
+		o.HomeNamespace = ""
 	case f.namespace != "":
 		o.Namespace = func(terdut.Team, string) string { return f.namespace }
 	}
@@ -160,7 +162,8 @@ func serverClient(ctx context.Context, kube client.Reader, f flags, ref xpv2.Pro
 		o.Endpoint = f.endpoint
 	}
 	ro := &discover.ReadOnly{}
-	o.Transport, o.ListMaxAge = ro, time.Minute
+	o.Wrap = ro.Around
+	o.ListMaxAge = time.Minute
 	c, err := terdut.New(o)
 	return c, ro, err
 }

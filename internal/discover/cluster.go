@@ -19,19 +19,22 @@ import (
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 )
 
-// Held lists the MRs of every kind in the cluster that name the provider
-// config ref (a ProviderConfig of pcNamespace, or a ClusterProviderConfig),
-// by the server object their external name names.
-func Held(ctx context.Context, kube client.Reader, ref xpv2.ProviderConfigReference, pcNamespace string) (map[Key]string, error) {
-	held := map[Key]string{}
+// InCluster reads the MRs of every kind in the cluster: those that name the
+// provider config ref (a ProviderConfig of pcNamespace, or a
+// ClusterProviderConfig) hold the server object their external name names
+// (Options.Held); every one's name is taken (Options.Taken).
+func InCluster(ctx context.Context, kube client.Reader, ref xpv2.ProviderConfigReference, pcNamespace string) (held map[Key]string, taken map[string]bool, err error) {
+	held, taken = map[Key]string{}, map[string]bool{}
 	for _, l := range []resource.ManagedList{
 		&v1alpha1.TeamList{}, &v1alpha1.EscalationPolicyList{}, &v1alpha1.DeadmanSwitchList{},
 		&v1alpha1.IntegrationList{}, &v1alpha1.ServiceAccountList{},
 	} {
 		if err := kube.List(ctx, l); err != nil {
-			return nil, fmt.Errorf("cannot list the cluster's managed resources: %w", err)
+			return nil, nil, fmt.Errorf("cannot list the cluster's managed resources: %w", err)
 		}
+		kind := kindOfList(l)
 		for _, mg := range l.GetItems() {
+			taken[kind+"/"+mg.GetNamespace()+"/"+mg.GetName()] = true
 			m, ok := mg.(resource.ModernManaged)
 			if !ok {
 				continue
@@ -44,14 +47,10 @@ func Held(ctx context.Context, kube client.Reader, ref xpv2.ProviderConfigRefere
 			if ref.Kind == v1alpha1.ProviderConfigKind && mg.GetNamespace() != pcNamespace {
 				continue
 			}
-			kind := mg.GetObjectKind().GroupVersionKind().Kind
-			if kind == "" {
-				kind = kindOfList(l)
-			}
 			held[Key{Kind: kind, ExternalName: en}] = mg.GetNamespace() + "/" + mg.GetName()
 		}
 	}
-	return held, nil
+	return held, taken, nil
 }
 
 func kindOfList(l resource.ManagedList) string {
@@ -95,6 +94,12 @@ type ReadOnly struct {
 
 // ErrWrite is what ReadOnly answers a request that would write.
 var ErrWrite = errors.New("discovery only reads: a request that could write was refused before it was sent")
+
+// Around is t sending through next (terdut.Options.Wrap).
+func (t *ReadOnly) Around(next http.RoundTripper) http.RoundTripper {
+	t.Next = next
+	return t
+}
 
 // RoundTrip sends r if it is a GET.
 func (t *ReadOnly) RoundTrip(r *http.Request) (*http.Response, error) {

@@ -21,7 +21,7 @@ import (
 func TestReadOnlyRefusesWrites(t *testing.T) {
 	d, hs, _ := brownfield(t)
 	ro := &discover.ReadOnly{}
-	c, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: adminKey, Transport: ro})
+	c, err := terdut.New(terdut.Options{Endpoint: hs.URL, Token: adminKey, Wrap: ro.Around})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,10 +39,10 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 	}
 }
 
-// TestHeldAreTheMRsOfTheSameProviderConfig: an MR holds its object for
-// discovery only if it names the same provider config (a ProviderConfig of
-// the same namespace); an MR of another server's config holds nothing here.
-func TestHeldAreTheMRsOfTheSameProviderConfig(t *testing.T) {
+// TestInCluster: an MR holds its object for discovery only if it names the
+// same provider config (a ProviderConfig of the same namespace); an MR of
+// another server's config holds nothing here; every MR's name is taken.
+func TestInCluster(t *testing.T) {
 	s := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -57,11 +57,14 @@ func TestHeldAreTheMRsOfTheSameProviderConfig(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(
 		mr("platform", "web", "7", cpc), mr("qa", "web", "8", other), mr("platform", "new", "", cpc),
 	).Build()
-	held, err := discover.Held(t.Context(), kube, cpc, "")
+	held, taken, err := discover.InCluster(t.Context(), kube, cpc, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(held) != 1 || held[discover.Key{Kind: v1alpha1.TeamKind, ExternalName: "7"}] != "platform/web" {
 		t.Errorf("held %v, want only Team 7 by platform/web", held)
+	}
+	if len(taken) != 3 || !taken["Team/qa/web"] || !taken["Team/platform/new"] {
+		t.Errorf("taken %v, want the three Teams' names", taken)
 	}
 }

@@ -48,14 +48,21 @@ type Options struct {
 	// name its directory has; nil: one namespace per team, of that name.
 	Namespace func(t terdut.Team, dir string) string
 	// HomeNamespace is where instance-scoped service accounts go: the
-	// provider's namespace (only there may they be managed).
+	// provider's namespace (only there may they be managed); empty: they
+	// are skipped (a namespaced ProviderConfig cannot manage them).
 	HomeNamespace string
 	// Readers is how many teams are read at once; 0 is 8.
 	Readers int
 	// Held are the server objects an MR in the cluster already holds (its
 	// namespace/name by Key): they are skipped, so that two MRs never hold
-	// one object.
+	// one object. The children of a held team go to its holder's namespace
+	// and name it by teamIdRef: a child's team must be a Team of its own
+	// namespace.
 	Held map[Key]string
+	// Taken are the names of the MRs already in the cluster, as
+	// "Kind/namespace/name": none is written again, whatever provider
+	// config it names (applying it would change that MR).
+	Taken map[string]bool
 }
 
 // A File is one manifest, at Path relative to the output directory.
@@ -117,14 +124,17 @@ func Discover(ctx context.Context, srv Server, o Options) (Result, error) {
 	dirs := names{}
 	teamDir := map[int64]team{}
 	for i, t := range teams {
-		dir := dirs.take("", slug(t.Name, "team", t.ID), t.ID)
+		dir := dirs.take("", slug(t.Name, "team", t.ID), t.ID, nil)
 		ns := dir
 		if o.Namespace != nil {
 			ns = o.Namespace(t, dir)
 		}
 		tm := team{Team: t, dir: dir, namespace: ns}
+		if by, held := o.Held[Key{Kind: v1alpha1.TeamKind, ExternalName: strconv.FormatInt(t.ID, 10)}]; held {
+			tm.namespace, tm.holder, _ = strings.Cut(by, "/")
+		}
+		tm.mr = w.team(tm, contents[i], users)
 		teamDir[t.ID] = tm
-		w.team(tm, contents[i], users)
 	}
 	for _, a := range accounts {
 		w.account(a, teamDir)
@@ -137,7 +147,10 @@ type team struct {
 	terdut.Team
 
 	dir, namespace string
-	// mr is the Team MR's name; empty when the Team is held elsewhere.
+	// holder is the name of the Team MR of namespace that already holds
+	// the team; empty when there is none.
+	holder string
+	// mr is the name of the Team MR its children name.
 	mr string
 }
 
@@ -191,8 +204,9 @@ func readTeam(ctx context.Context, srv Server, t terdut.Team) (contents, error) 
 	return c, nil
 }
 
-// team writes a team's Team, policy, switches and integrations.
-func (w *writer) team(t team, c contents, users []terdut.User) {
+// team writes a team's Team, policy, switches and integrations, and
+// returns the name of the Team MR its children name.
+func (w *writer) team(t team, c contents, users []terdut.User) string {
 	id := strconv.FormatInt(t.ID, 10)
 	name, ok := w.mr(v1alpha1.TeamKind, id, "team "+t.Name, t.namespace, slug(t.Name, "team", t.ID), t.ID)
 	if ok {
@@ -202,10 +216,10 @@ func (w *writer) team(t team, c contents, users []terdut.User) {
 		}
 		w.write(path.Join(t.dir, "team.yaml"), v1alpha1.TeamKind, name, t.namespace, id, p)
 	}
-	// NOTE: a child names its Team by reference when the Team is written
-	// here, else by ID (the Team held elsewhere may live in another
-	// namespace).
 	t.mr = name
+	if t.holder != "" {
+		t.mr = t.holder
+	}
 	if c.policy != nil && !c.policy.IsEmpty() {
 		w.policy(t, *c.policy, users)
 	}
@@ -215,17 +229,12 @@ func (w *writer) team(t team, c contents, users []terdut.User) {
 	for _, in := range c.integrations {
 		w.integration(t, in)
 	}
+	return t.mr
 }
 
-// teamOf is how a child names its team: by reference to the Team written
-// beside it, else by ID.
-func teamOf(t team) (*int64, *xpv2.Reference) {
-	if t.mr != "" {
-		return nil, &xpv2.Reference{Name: t.mr}
-	}
-	id := t.ID
-	return &id, nil
-}
+// teamRef is how a child names its team: by reference to its Team MR (the
+// one written beside it, or the one holding the team), in its namespace.
+func teamRef(t team) *xpv2.Reference { return &xpv2.Reference{Name: t.mr} }
 
 func (w *writer) policy(t team, p terdut.EscalationPolicy, users []terdut.User) {
 	id := strconv.FormatInt(t.ID, 10)
@@ -250,7 +259,7 @@ func (w *writer) policy(t team, p terdut.EscalationPolicy, users []terdut.User) 
 		}
 		params.Levels = append(params.Levels, level)
 	}
-	params.TeamID, params.TeamIDRef = teamOf(t)
+	params.TeamIDRef = teamRef(t)
 	name, ok := w.mr(v1alpha1.EscalationPolicyKind, id, "the policy of team "+t.Name, t.namespace, slug(t.Name, "policy", t.ID), t.ID)
 	if ok {
 		w.write(path.Join(t.dir, "escalationpolicy.yaml"), v1alpha1.EscalationPolicyKind, name, t.namespace, id, params)
@@ -265,7 +274,7 @@ func (w *writer) deadmanSwitch(t team, s terdut.DeadmanSwitch) {
 		// following its matcher.
 		p.Name = ""
 	}
-	p.TeamID, p.TeamIDRef = teamOf(t)
+	p.TeamIDRef = teamRef(t)
 	what := fmt.Sprintf("switch %q of team %s", s.Name, t.Name)
 	name, ok := w.mr(v1alpha1.DeadmanSwitchKind, id, what, t.namespace, slug(s.Name, "switch", s.ID), s.ID)
 	if ok {
@@ -276,7 +285,7 @@ func (w *writer) deadmanSwitch(t team, s terdut.DeadmanSwitch) {
 func (w *writer) integration(t team, in terdut.Integration) {
 	id := strconv.FormatInt(in.ID, 10)
 	p := v1alpha1.IntegrationParameters{Kind: in.Kind, Name: in.Name}
-	p.TeamID, p.TeamIDRef = teamOf(t)
+	p.TeamIDRef = teamRef(t)
 	what := fmt.Sprintf("integration %q of team %s", in.Name, t.Name)
 	name, ok := w.mr(v1alpha1.IntegrationKind, id, what, t.namespace, slug(in.Name, "integration", in.ID), in.ID)
 	if ok {
@@ -296,6 +305,10 @@ func (w *writer) account(a terdut.ServiceAccount, teams map[int64]team) {
 	}
 	p := v1alpha1.ServiceAccountParameters{Name: a.Name, Scope: a.Scope}
 	dir, ns := dirInstance, w.o.HomeNamespace
+	if a.Scope != terdut.ScopeTeam && ns == "" {
+		w.skip(v1alpha1.ServiceAccountKind, id, what, "instance-scoped: only a ClusterProviderConfig's resources in the provider's namespace may manage it")
+		return
+	}
 	if a.Scope == terdut.ScopeTeam && a.TeamID != nil {
 		t, ok := teams[*a.TeamID]
 		if !ok {
@@ -303,7 +316,7 @@ func (w *writer) account(a terdut.ServiceAccount, teams map[int64]team) {
 			return
 		}
 		dir, ns = t.dir, t.namespace
-		p.TeamID, p.TeamIDRef = teamOf(t)
+		p.TeamIDRef = teamRef(t)
 	}
 	name, ok := w.mr(v1alpha1.ServiceAccountKind, id, what, ns, slug(a.Name, "account", a.ID), a.ID)
 	if ok {
@@ -319,7 +332,8 @@ func (w *writer) mr(kind, externalName, what, namespace, base string, id int64) 
 		w.result.Skipped = append(w.result.Skipped, Skip{Key: k, What: what, Why: "held by " + kind + " " + by})
 		return "", false
 	}
-	return w.names.take(kind+"/"+namespace, base, id), true
+	scope := kind + "/" + namespace
+	return w.names.take(scope, base, id, func(name string) bool { return w.o.Taken[scope+"/"+name] }), true
 }
 
 func (w *writer) skip(kind, externalName, what, why string) {

@@ -10,15 +10,20 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/deadmanswitch"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/escalationpolicy"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/integration"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/team"
 	"git.ryuvia.com/niklas/provider-terdut/internal/discover"
@@ -175,10 +180,13 @@ func TestDiscoveryWritesWhatTakesTheServerOver(t *testing.T) {
 
 // TestDiscoverySkipsWhatAnMRHolds: a team an MR in the cluster already
 // holds is not written again (two MRs never hold one object); its children
-// name it by ID, and the skip says which MR holds it.
+// go to the holder's namespace and name it by teamIdRef (a child's team
+// must be a Team of its own namespace), and the skip says which MR holds
+// it. The children pass the provider's own team check there.
 func TestDiscoverySkipsWhatAnMRHolds(t *testing.T) {
 	_, hs, made := brownfield(t)
-	held := strconv.FormatInt(made.Teams[2].ID, 10)
+	id := made.Teams[2].ID
+	held := strconv.FormatInt(id, 10)
 	r, err := discover.Discover(t.Context(), client(t, hs.URL), discover.Options{
 		ProviderConfig: cpc, HomeNamespace: "crossplane-system",
 		Held: map[discover.Key]string{{Kind: v1alpha1.TeamKind, ExternalName: held}: "platform/payments"},
@@ -193,14 +201,107 @@ func TestDiscoverySkipsWhatAnMRHolds(t *testing.T) {
 	if r.Written[v1alpha1.TeamKind] != 7 || len(skipped) != 2 || !strings.Contains(skipped[0], "held by Team platform/payments") {
 		t.Errorf("%d Teams written, skipped %q; want 7, and team %s held by Team platform/payments", r.Written[v1alpha1.TeamKind], skipped, held)
 	}
+	holder := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "payments", CreationTimestamp: metav1.Now()}}
+	meta.SetExternalName(holder, held)
+	holder.Status.AtProvider.ID = id
+	ref := cpc
+	holder.SetProviderConfigReference(&ref)
+	s := runtime.NewScheme()
+	must(t, v1alpha1.AddToScheme(s))
+	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(holder).
+		WithIndex(&v1alpha1.Team{}, generic.IndexExternalName, generic.ExternalNameOf).Build()
+	owners := generic.Owners{Kube: kube, Kind: v1alpha1.DeadmanSwitchKind}
+	children := 0
 	for _, f := range r.Files {
 		if !strings.HasPrefix(f.Path, "payments-2/") {
 			continue
 		}
+		children++
 		mr := parse(t, f)
-		if mr.Spec.ForProvider.TeamID == nil || strconv.FormatInt(*mr.Spec.ForProvider.TeamID, 10) != held || mr.Spec.ForProvider.TeamIDRef != nil {
-			t.Errorf("%s: names its team %v / %v, want by ID %s (its Team is held elsewhere)", f.Path, mr.Spec.ForProvider.TeamID, mr.Spec.ForProvider.TeamIDRef, held)
+		if mr.Metadata.Namespace != "platform" || mr.Spec.ForProvider.TeamIDRef == nil || mr.Spec.ForProvider.TeamIDRef.Name != "payments" {
+			t.Errorf("%s: namespace %s, team ref %v; want platform, payments (the Team holding its team)", f.Path, mr.Metadata.Namespace, mr.Spec.ForProvider.TeamIDRef)
 		}
+		sw := &v1alpha1.DeadmanSwitch{ObjectMeta: metav1.ObjectMeta{Namespace: mr.Metadata.Namespace, Name: mr.Metadata.Name}}
+		sw.SetProviderConfigReference(&ref)
+		if err := owners.CheckTeam(t.Context(), sw, id); err != nil {
+			t.Errorf("%s: the provider refuses it: %v", f.Path, err)
+		}
+	}
+	if children == 0 {
+		t.Error("no child of the held team written")
+	}
+}
+
+// TestARerunNeverWritesAnMRsName: no manifest has the name of an MR
+// already in the cluster (of any provider config): applying it would turn
+// that MR to another object.
+func TestARerunNeverWritesAnMRsName(t *testing.T) {
+	_, hs, _ := brownfield(t)
+	o := discover.Options{ProviderConfig: cpc, HomeNamespace: "crossplane-system", Namespace: func(terdut.Team, string) string { return "ops" }}
+	first, err := discover.Discover(t.Context(), client(t, hs.URL), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Held, o.Taken = map[discover.Key]string{}, map[string]bool{}
+	for _, f := range first.Files {
+		if mr := parse(t, f); mr.Kind == v1alpha1.DeadmanSwitchKind && mr.Metadata.Name == "watchdog-prod" {
+			o.Held[discover.Key{Kind: mr.Kind, ExternalName: mr.Metadata.Annotations["crossplane.io/external-name"]}] = "ops/watchdog-prod"
+			o.Taken["DeadmanSwitch/ops/watchdog-prod"] = true
+		}
+	}
+	again, err := discover.Discover(t.Context(), client(t, hs.URL), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range again.Files {
+		if mr := parse(t, f); mr.Kind == v1alpha1.DeadmanSwitchKind && mr.Metadata.Name == "watchdog-prod" {
+			t.Errorf("%s is DeadmanSwitch ops/watchdog-prod (external name %s), the name of an MR in the cluster", f.Path, mr.Metadata.Annotations["crossplane.io/external-name"])
+		}
+	}
+}
+
+// TestNoSecretInAManifest: no integration URL or key, and no key at all,
+// is written.
+func TestNoSecretInAManifest(t *testing.T) {
+	_, hs, made := brownfield(t)
+	r, err := discover.Discover(t.Context(), client(t, hs.URL), discover.Options{ProviderConfig: cpc, HomeNamespace: "crossplane-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := make([]string, 0, 4+2*len(made.Integrations))
+	secrets = append(secrets, "tdk_", "tdi_", "tdu_", "/api/alerts/")
+	for _, in := range made.Integrations {
+		secrets = append(secrets, in.URL.Reveal(), in.Key.Reveal())
+	}
+	for _, f := range r.Files {
+		for _, s := range secrets {
+			if strings.Contains(string(f.Data), s) {
+				t.Errorf("%s holds a secret (%d bytes)", f.Path, len(s))
+			}
+		}
+	}
+}
+
+// TestNoInstanceAccountWithoutAHome: with no home namespace (a namespaced
+// ProviderConfig), instance-scoped accounts are skipped with the reason: no
+// namespace but the provider's may manage them.
+func TestNoInstanceAccountWithoutAHome(t *testing.T) {
+	_, hs, _ := brownfield(t)
+	r, err := discover.Discover(t.Context(), client(t, hs.URL), discover.Options{ProviderConfig: cpc, Namespace: func(terdut.Team, string) string { return "team-a" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range r.Files {
+		if strings.HasPrefix(f.Path, "_instance/") {
+			t.Errorf("%s written: an instance-scoped account outside the provider's namespace is refused", f.Path)
+		}
+	}
+	found := false
+	for _, s := range r.Skipped {
+		found = found || (s.What == "service account grafana-sync" && strings.Contains(s.Why, "instance-scoped"))
+	}
+	if !found {
+		t.Errorf("skipped %+v, want grafana-sync with its reason", r.Skipped)
 	}
 }
 

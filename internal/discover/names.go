@@ -46,7 +46,9 @@ func trim(s string, n int) string {
 // are taken in ID order, so a new object never renames an older one.
 type names map[string]map[string]int64
 
-func (n names) take(scope, base string, id int64) string {
+// A name reserved (an MR already in the cluster has it) is never handed
+// out.
+func (n names) take(scope, base string, id int64, reserved func(string) bool) string {
 	taken := n[scope]
 	if taken == nil {
 		taken = map[string]int64{}
@@ -54,7 +56,7 @@ func (n names) take(scope, base string, id int64) string {
 	}
 	name := base
 	for i := 1; ; i++ {
-		if owner, ok := taken[name]; !ok || owner == id {
+		if owner, ok := taken[name]; (!ok || owner == id) && (reserved == nil || !reserved(name)) {
 			break
 		}
 		// NOTE: IDs are unique, so "-<id>" collides only with an object

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -29,6 +30,23 @@ type discovery struct {
 
 func (d discovery) describe() string {
 	return fmt.Sprintf("discovery of a %d-object server: %d MRs written in %.1f s, %d requests (%.2f per object), %d writes", d.Objects, d.Written, d.Seconds, d.Requests, float64(d.Requests)/float64(d.Objects), d.Writes)
+}
+
+// discovers is discoverServer's figures, printed; nil when objects is 0;
+// an error when discovery wrote.
+func (b *bench) discovers(ctx context.Context, objects int, latency time.Duration) (*discovery, error) {
+	if objects <= 0 {
+		return nil, nil //nolint:nilnil // Not asked for.
+	}
+	d, err := b.discoverServer(ctx, objects, latency)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(os.Stderr, d.describe())
+	if d.Writes > 0 {
+		return nil, fmt.Errorf("%s: discovery must only read", d.describe())
+	}
+	return &d, nil
 }
 
 // discoverServer seeds a double of its own (the same latency as the
@@ -57,17 +75,17 @@ func (b *bench) discoverServer(ctx context.Context, objects int, latency time.Du
 		return discovery{}, err
 	}
 	ro := &discover.ReadOnly{}
-	c, err := terdut.New(terdut.Options{Endpoint: d.URL, Token: d.AdminKey, Transport: ro, ListMaxAge: time.Minute})
+	c, err := terdut.New(terdut.Options{Endpoint: d.URL, Token: d.AdminKey, Wrap: ro.Around, ListMaxAge: time.Minute})
 	if err != nil {
 		return discovery{}, err
 	}
 	ref := xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
 	start := time.Now()
-	held, err := discover.Held(ctx, b.kube, ref, "")
+	held, taken, err := discover.InCluster(ctx, b.kube, ref, "")
 	if err != nil {
 		return discovery{}, err
 	}
-	r, err := discover.Discover(ctx, c, discover.Options{ProviderConfig: ref, HomeNamespace: "crossplane-system", Held: held})
+	r, err := discover.Discover(ctx, c, discover.Options{ProviderConfig: ref, HomeNamespace: "crossplane-system", Held: held, Taken: taken})
 	if err != nil {
 		return discovery{}, err
 	}

@@ -227,17 +227,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	var found *discovery
-	if *discoverN > 0 {
-		d, err := b.discoverServer(ctx, *discoverN, *latency)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(os.Stderr, d.describe())
-		if d.Writes > 0 {
-			return fmt.Errorf("%s: discovery must only read", d.describe())
-		}
-		found = &d
+	found, err := b.discovers(ctx, *discoverN, *latency)
+	if err != nil {
+		return err
 	}
 	var peers []result
 	if *peer {

@@ -54,6 +54,9 @@ type Options struct {
 	MaxRetries int
 	// Transport overrides the HTTP transport (tests).
 	Transport http.RoundTripper
+	// Wrap, when set, wraps the transport the client uses (its CA bundle
+	// honoured): a guard that lets only reads through, a counter.
+	Wrap func(http.RoundTripper) http.RoundTripper
 	// Refresh, when set, is asked once for a new key when the server answers
 	// 401; the request is then retried once with it. It is how a revoked or
 	// lost team-scoped key is re-minted without looping.
@@ -98,6 +101,9 @@ func New(o Options) (*Client, error) {
 		if rt, err = newTransport(o.CABundle); err != nil {
 			return nil, err
 		}
+	}
+	if o.Wrap != nil {
+		rt = o.Wrap(rt)
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
