@@ -353,13 +353,8 @@ func liveDiff(t *testing.T, st terdutdouble.State, mr written, data []byte) stri
 	raw, _ := yaml.Marshal(body.Spec.ForProvider)
 	switch mr.Kind {
 	case v1alpha1.TeamKind:
-		var p v1alpha1.TeamParameters
-		must(t, yaml.UnmarshalStrict(raw, &p))
-		for _, tm := range st.Teams {
-			if tm.ID == id {
-				return team.Diff(p, &tm)
-			}
-		}
+		return diffByID(t, raw, st.Teams, id, func(tm terdut.Team) int64 { return tm.ID },
+			func(p v1alpha1.TeamParameters, tm terdut.Team) string { return team.Diff(p, &tm) })
 	case v1alpha1.EscalationPolicyKind:
 		var p v1alpha1.EscalationPolicyParameters
 		must(t, yaml.UnmarshalStrict(raw, &p))
@@ -369,31 +364,35 @@ func liveDiff(t *testing.T, st terdutdouble.State, mr written, data []byte) stri
 		}
 		return escalationpolicy.Diff(want, st.Policies[id])
 	case v1alpha1.DeadmanSwitchKind:
-		var p v1alpha1.DeadmanSwitchParameters
-		must(t, yaml.UnmarshalStrict(raw, &p))
-		for _, s := range st.Switches {
-			if s.ID == id {
+		return diffByID(t, raw, st.Switches, id, func(s terdutdouble.StateSwitch) int64 { return s.ID },
+			func(p v1alpha1.DeadmanSwitchParameters, s terdutdouble.StateSwitch) string {
 				return deadmanswitch.Diff(p, s.DeadmanSwitch)
-			}
-		}
+			})
 	case v1alpha1.IntegrationKind:
-		var p v1alpha1.IntegrationParameters
-		must(t, yaml.UnmarshalStrict(raw, &p))
-		for _, in := range st.Integrations {
-			if in.ID == id {
+		return diffByID(t, raw, st.Integrations, id, func(in terdutdouble.StateIntegration) int64 { return in.ID },
+			func(p v1alpha1.IntegrationParameters, in terdutdouble.StateIntegration) string {
 				return integration.Diff(p, in.Integration)
-			}
-		}
+			})
 	case v1alpha1.ServiceAccountKind:
-		var p v1alpha1.ServiceAccountParameters
-		must(t, yaml.UnmarshalStrict(raw, &p))
-		for _, a := range st.ServiceAccounts {
-			if a.ID == id {
+		return diffByID(t, raw, st.ServiceAccounts, id, func(a terdutdouble.StateAccount) int64 { return a.ID },
+			func(p v1alpha1.ServiceAccountParameters, a terdutdouble.StateAccount) string {
 				if a.Name != p.Name || a.Scope != p.Scope {
 					return fmt.Sprintf("account %s/%s, manifest %s/%s", a.Name, a.Scope, p.Name, p.Scope)
 				}
 				return ""
-			}
+			})
+	}
+	return "no live object of that ID"
+}
+
+// diffByID is diff of the forProvider raw and the live object of ID id.
+func diffByID[P, O any](t *testing.T, raw []byte, live []O, id int64, idOf func(O) int64, diff func(P, O) string) string {
+	t.Helper()
+	var p P
+	must(t, yaml.UnmarshalStrict(raw, &p))
+	for _, o := range live {
+		if idOf(o) == id {
+			return diff(p, o)
 		}
 	}
 	return "no live object of that ID"
