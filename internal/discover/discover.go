@@ -289,7 +289,9 @@ func (w *writer) integration(t team, in terdut.Integration) {
 	what := fmt.Sprintf("integration %q of team %s", in.Name, t.Name)
 	name, ok := w.mr(v1alpha1.IntegrationKind, id, what, t.namespace, slug(in.Name, "integration", in.ID), in.ID)
 	if ok {
-		w.write(path.Join(t.dir, "integration-"+name+".yaml"), v1alpha1.IntegrationKind, name, t.namespace, id, p)
+		// NOTE: the Secret its url and key go to once the owner hands them
+		// over; nothing is written to it while the Integration observes.
+		w.write(path.Join(t.dir, "integration-"+name+".yaml"), v1alpha1.IntegrationKind, name, t.namespace, id, p, name+"-webhook")
 	}
 }
 
@@ -320,7 +322,7 @@ func (w *writer) account(a terdut.ServiceAccount, teams map[int64]team) {
 	}
 	name, ok := w.mr(v1alpha1.ServiceAccountKind, id, what, ns, slug(a.Name, "account", a.ID), a.ID)
 	if ok {
-		w.write(path.Join(dir, "serviceaccount-"+name+".yaml"), v1alpha1.ServiceAccountKind, name, ns, id, p)
+		w.write(path.Join(dir, "serviceaccount-"+name+".yaml"), v1alpha1.ServiceAccountKind, name, ns, id, p, name+"-key")
 	}
 }
 
@@ -340,8 +342,9 @@ func (w *writer) skip(kind, externalName, what, why string) {
 	w.result.Skipped = append(w.result.Skipped, Skip{Key: Key{Kind: kind, ExternalName: externalName}, What: what, Why: why})
 }
 
-// write adds one MR's manifest.
-func (w *writer) write(file, kind, name, namespace, externalName string, forProvider any) {
+// write adds one MR's manifest; connection names its connection Secret
+// (none when empty).
+func (w *writer) write(file, kind, name, namespace, externalName string, forProvider any, connection ...string) {
 	mr := manifest{
 		APIVersion: v1alpha1.SchemeGroupVersion.String(),
 		Kind:       kind,
@@ -351,6 +354,9 @@ func (w *writer) write(file, kind, name, namespace, externalName string, forProv
 			Annotations: map[string]string{"crossplane.io/external-name": externalName},
 		},
 		Spec: spec{ManagementPolicies: []string{observeOnly}, ProviderConfigRef: w.o.ProviderConfig, ForProvider: forProvider},
+	}
+	if len(connection) > 0 {
+		mr.Spec.WriteConnectionSecretToRef = &secretRef{Name: connection[0]}
 	}
 	data, err := yaml.Marshal(mr)
 	if err != nil {
@@ -378,9 +384,14 @@ type metadata struct {
 }
 
 type spec struct {
-	ManagementPolicies []string                     `json:"managementPolicies"`
-	ProviderConfigRef  xpv2.ProviderConfigReference `json:"providerConfigRef"`
-	ForProvider        any                          `json:"forProvider"`
+	ManagementPolicies         []string                     `json:"managementPolicies"`
+	ProviderConfigRef          xpv2.ProviderConfigReference `json:"providerConfigRef"`
+	ForProvider                any                          `json:"forProvider"`
+	WriteConnectionSecretToRef *secretRef                   `json:"writeConnectionSecretToRef,omitempty"`
+}
+
+type secretRef struct {
+	Name string `json:"name"`
 }
 
 func compareID(a, b int64) int {

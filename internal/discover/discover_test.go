@@ -141,6 +141,10 @@ func TestDiscoveryWritesWhatTakesTheServerOver(t *testing.T) {
 		if mr.Spec.ManagementPolicies[0] != "Observe" || len(mr.Spec.ManagementPolicies) != 1 {
 			t.Errorf("%s: managementPolicies %v, want [Observe]", f.Path, mr.Spec.ManagementPolicies)
 		}
+		// NOTE: the CRDs require a connection Secret of both (CEL).
+		if wantSecret := mr.Kind == v1alpha1.IntegrationKind || mr.Kind == v1alpha1.ServiceAccountKind; wantSecret != (mr.Spec.WriteConnectionSecretToRef != nil) {
+			t.Errorf("%s: writeConnectionSecretToRef %v; an Integration and a ServiceAccount need one, the others have none", f.Path, mr.Spec.WriteConnectionSecretToRef)
+		}
 		if errs := validation.IsDNS1123Label(mr.Metadata.Name); len(errs) > 0 {
 			t.Errorf("%s: name %q is no RFC 1123 label: %v", f.Path, mr.Metadata.Name, errs)
 		}
@@ -313,8 +317,9 @@ type written struct {
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
-		ManagementPolicies []string `json:"managementPolicies"`
-		ForProvider        struct {
+		ManagementPolicies         []string        `json:"managementPolicies"`
+		WriteConnectionSecretToRef *xpv2.Reference `json:"writeConnectionSecretToRef"`
+		ForProvider                struct {
 			Name      *string         `json:"name"`
 			TeamID    *int64          `json:"teamId"`
 			TeamIDRef *xpv2.Reference `json:"teamIdRef"`
