@@ -73,7 +73,7 @@ func brownfield(t *testing.T) (*terdutdouble.Server, *httptest.Server, terdutdou
 	}
 	h.Teams = append(h.Teams, terdutdouble.HandMadeTeam{Name: "payments-0"}, terdutdouble.HandMadeTeam{Name: "Ω"})
 	h.InstanceAccounts = []string{"grafana-sync", "crossplane-team-1"}
-	made, err := d.Seed(hs.URL, h)
+	made, err := d.MakeByHand(hs.URL, h)
 	if err != nil {
 		t.Fatal(err)
 	}

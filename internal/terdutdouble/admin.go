@@ -119,7 +119,7 @@ func (s *Server) adminRoutes() {
 		}
 		writeJSON(w, http.StatusCreated, s.AddUser(u.Username))
 	})
-	m.HandleFunc("POST /admin/hand-made", s.seedRoute)
+	m.HandleFunc("POST /admin/hand-made", s.handMadeRoute)
 	m.HandleFunc("GET /admin/state", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Snapshot()) })
 	m.HandleFunc("GET /admin/bytes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Bytes()) })
 	m.HandleFunc("GET /admin/rate", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Rate()) })

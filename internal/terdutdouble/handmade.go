@@ -10,7 +10,7 @@ import (
 
 // HandMade is what an operator made on a server by hand before any managed
 // resource: teams with their policies, switches, integrations and service
-// accounts, and instance-scoped accounts, all made at Made. Seeding them
+// accounts, and instance-scoped accounts, all made at Made. Making them
 // counts no API request: the server is as a platform team finds it.
 type HandMade struct {
 	// Made is when the objects were made (their created_at); zero is a
@@ -37,7 +37,7 @@ type HandMadeTeam struct {
 	Accounts []string `json:"accounts,omitempty"`
 }
 
-// Made is what seeding made: the teams with their IDs, and each
+// Made is what MakeByHand made: the teams with their IDs, and each
 // integration with the URL and key its owner was shown once (the ones an
 // Alertmanager already sends with).
 type Made struct {
@@ -47,9 +47,9 @@ type Made struct {
 
 var errHandMade = errors.New("a hand-made team needs a unique name, an integration a kind and a name, a switch a matcher and a timeout, an account a unique name")
 
-// Seed makes h on the server as if by hand (see HandMade). base is the
+// MakeByHand makes h on the server as if by hand (see HandMade). base is the
 // server's URL, for the integrations' webhook URLs.
-func (s *Server) Seed(base string, h HandMade) (Made, error) {
+func (s *Server) MakeByHand(base string, h HandMade) (Made, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at := h.Made
@@ -70,23 +70,23 @@ func (s *Server) Seed(base string, h HandMade) (Made, error) {
 			return out, errHandMade
 		}
 		names[ht.Name] = true
-		t, err := s.seedTeamLocked(base, at, ht, names, &out)
+		t, err := s.makeTeamByHandLocked(base, at, ht, names, &out)
 		if err != nil {
 			return out, err
 		}
 		out.Teams = append(out.Teams, t)
 	}
 	for _, name := range h.InstanceAccounts {
-		if !s.seedAccountLocked(names, name, terdut.ScopeInstance, nil) {
+		if !s.makeAccountByHandLocked(names, name, terdut.ScopeInstance, nil) {
 			return out, errHandMade
 		}
 	}
 	return out, nil
 }
 
-// seedTeamLocked makes one hand-made team and what it holds; the
+// makeTeamByHandLocked makes one hand-made team and what it holds; the
 // integrations it made are added to out.
-func (s *Server) seedTeamLocked(base string, at time.Time, ht HandMadeTeam, names map[string]bool, out *Made) (terdut.Team, error) {
+func (s *Server) makeTeamByHandLocked(base string, at time.Time, ht HandMadeTeam, names map[string]bool, out *Made) (terdut.Team, error) {
 	t := terdut.Team{ID: s.id(), Name: ht.Name, OIDCMemberGroup: ht.OIDCMemberGroup, OIDCOwnerGroup: ht.OIDCOwnerGroup, CreatedAt: at}
 	s.teams[t.ID] = t
 	if ht.Policy != nil {
@@ -117,15 +117,15 @@ func (s *Server) seedTeamLocked(base string, at time.Time, ht HandMadeTeam, name
 	}
 	for _, name := range ht.Accounts {
 		id := t.ID
-		if !s.seedAccountLocked(names, name, terdut.ScopeTeam, &id) {
+		if !s.makeAccountByHandLocked(names, name, terdut.ScopeTeam, &id) {
 			return t, errHandMade
 		}
 	}
 	return t, nil
 }
 
-// seedAccountLocked makes a service account with one key, as by hand.
-func (s *Server) seedAccountLocked(names map[string]bool, name, scope string, teamID *int64) bool {
+// makeAccountByHandLocked makes a service account with one key, as by hand.
+func (s *Server) makeAccountByHandLocked(names map[string]bool, name, scope string, teamID *int64) bool {
 	if name == "" || names["account "+name] {
 		return false
 	}
@@ -142,13 +142,13 @@ func (s *Server) seedAccountLocked(names map[string]bool, name, scope string, te
 	return true
 }
 
-// seedRoute serves POST /admin/hand-made (Seed).
-func (s *Server) seedRoute(w http.ResponseWriter, r *http.Request) {
+// handMadeRoute serves POST /admin/hand-made (MakeByHand).
+func (s *Server) handMadeRoute(w http.ResponseWriter, r *http.Request) {
 	var h HandMade
 	if !readJSON(w, r, &h) {
 		return
 	}
-	made, err := s.Seed("http://"+r.Host, h)
+	made, err := s.MakeByHand("http://"+r.Host, h)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return

@@ -161,7 +161,7 @@ spec:
 	fmt.Printf("    discovery once they are applied: %d files; %d objects skipped as held\n", len(tree(t, third)), strings.Count(printed, "held by "))
 }
 
-// handMade seeds the double at url with 25 teams made by hand.
+// handMade makes 25 teams by hand on the double at url.
 func handMade(t *testing.T, url string) {
 	t.Helper()
 	st := stateAt(t, url)
@@ -195,7 +195,7 @@ func handMade(t *testing.T, url string) {
 		h.Teams = append(h.Teams, ht)
 	}
 	h.InstanceAccounts = []string{"grafana-sync"}
-	must(t, adminAt(url, http.MethodPost, "/admin/hand-made", h, nil), "seed the server by hand")
+	must(t, adminAt(url, http.MethodPost, "/admin/hand-made", h, nil), "make the server's objects by hand")
 }
 
 // takeoverConfig is the ClusterProviderConfig "takeover" for double d

@@ -49,9 +49,9 @@ func (b *bench) discovers(ctx context.Context, objects int, latency time.Duratio
 	return &d, nil
 }
 
-// discoverServer seeds a double of its own (the same latency as the
-// benchmark's) with objects/4 teams, each with a policy, a switch and an
-// integration, made by hand, and discovers it.
+// discoverServer makes objects/4 teams by hand on a double of its own (the
+// same latency as the benchmark's), each with a policy, a switch and an
+// integration, and discovers them.
 func (b *bench) discoverServer(ctx context.Context, objects int, latency time.Duration) (discovery, error) {
 	d, err := b.stack.StartDouble(ctx, "terdut-double-discovery", "-latency="+latency.String())
 	if err != nil {
