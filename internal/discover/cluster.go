@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -22,7 +24,8 @@ import (
 // InCluster reads the MRs of every kind in the cluster: those that name the
 // provider config ref (a ProviderConfig of pcNamespace, or a
 // ClusterProviderConfig) hold the server object their external name names
-// (Options.Held); every one's name is taken (Options.Taken).
+// (Options.Held); every one's name is taken, and so is every Secret's name
+// and every connection Secret an MR names (Options.Taken, "Secret/ns/name").
 func InCluster(ctx context.Context, kube client.Reader, ref xpv2.ProviderConfigReference, pcNamespace string) (held map[Key]string, taken map[string]bool, err error) {
 	held, taken = map[Key]string{}, map[string]bool{}
 	for _, l := range []resource.ManagedList{
@@ -39,6 +42,9 @@ func InCluster(ctx context.Context, kube client.Reader, ref xpv2.ProviderConfigR
 			if !ok {
 				continue
 			}
+			if c := m.GetWriteConnectionSecretToReference(); c != nil {
+				taken[secretScope+"/"+mg.GetNamespace()+"/"+c.Name] = true
+			}
 			r := m.GetProviderConfigReference()
 			en := meta.GetExternalName(mg)
 			if r == nil || r.Kind != ref.Kind || r.Name != ref.Name || en == "" {
@@ -50,8 +56,22 @@ func InCluster(ctx context.Context, kube client.Reader, ref xpv2.ProviderConfigR
 			held[Key{Kind: kind, ExternalName: en}] = mg.GetNamespace() + "/" + mg.GetName()
 		}
 	}
+	// NOTE: names only: a Secret of a discovered MR's connection Secret
+	// name, whoever made it, would be refused or taken over by the runtime's
+	// publisher.
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := kube.List(ctx, secrets); err != nil {
+		return nil, nil, fmt.Errorf("cannot list the cluster's Secrets (their names only): %w", err)
+	}
+	for _, sec := range secrets.Items {
+		taken[secretScope+"/"+sec.Namespace+"/"+sec.Name] = true
+	}
 	return held, taken, nil
 }
+
+// secretScope is the Taken prefix of Secret names.
+const secretScope = "Secret"
 
 func kindOfList(l resource.ManagedList) string {
 	switch l.(type) {

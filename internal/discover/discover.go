@@ -291,7 +291,7 @@ func (w *writer) integration(t team, in terdut.Integration) {
 	if ok {
 		// NOTE: the Secret its url and key go to once the owner hands them
 		// over; nothing is written to it while the Integration observes.
-		w.write(path.Join(t.dir, "integration-"+name+".yaml"), v1alpha1.IntegrationKind, name, t.namespace, id, p, name+"-webhook")
+		w.write(path.Join(t.dir, "integration-"+name+".yaml"), v1alpha1.IntegrationKind, name, t.namespace, id, p, w.secret(t.namespace, name+"-webhook", in.ID))
 	}
 }
 
@@ -311,6 +311,10 @@ func (w *writer) account(a terdut.ServiceAccount, teams map[int64]team) {
 		w.skip(v1alpha1.ServiceAccountKind, id, what, "instance-scoped: only a ClusterProviderConfig's resources in the provider's namespace may manage it")
 		return
 	}
+	if a.Scope == terdut.ScopeTeam && a.TeamID == nil {
+		w.skip(v1alpha1.ServiceAccountKind, id, what, "team-scoped, but the server names no team")
+		return
+	}
 	if a.Scope == terdut.ScopeTeam && a.TeamID != nil {
 		t, ok := teams[*a.TeamID]
 		if !ok {
@@ -322,8 +326,16 @@ func (w *writer) account(a terdut.ServiceAccount, teams map[int64]team) {
 	}
 	name, ok := w.mr(v1alpha1.ServiceAccountKind, id, what, ns, slug(a.Name, "account", a.ID), a.ID)
 	if ok {
-		w.write(path.Join(dir, "serviceaccount-"+name+".yaml"), v1alpha1.ServiceAccountKind, name, ns, id, p, name+"-key")
+		w.write(path.Join(dir, "serviceaccount-"+name+".yaml"), v1alpha1.ServiceAccountKind, name, ns, id, p, w.secret(ns, name+"-key", a.ID))
 	}
+}
+
+// secret is the name of an MR's connection Secret in namespace, base unless
+// a Secret of that name exists (or an MR names it): one that exists would be
+// refused, or taken over, by the runtime's publisher.
+func (w *writer) secret(namespace, base string, id int64) string {
+	scope := secretScope + "/" + namespace
+	return w.names.take(scope, trim(base, maxName), id, func(name string) bool { return w.o.Taken[scope+"/"+name] })
 }
 
 // mr is the name of the MR for a server object, unique among its kind in
