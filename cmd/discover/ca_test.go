@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/pem"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,5 +62,25 @@ func TestDiscoveryTrustsTheProviderConfigsCABundle(t *testing.T) {
 	}
 	if _, err := c.ListTeams(t.Context()); err != nil {
 		t.Errorf("discovery's client, same provider config: %v", err)
+	}
+
+	// With the key in a file (the config's key Secret unreadable here: it
+	// is gone), the config's CA bundle still applies.
+	must(t, kube.Delete(t.Context(), controllertest.KeySecret("crossplane-system", "key", key)))
+	file := filepath.Join(t.TempDir(), "key")
+	must(t, os.WriteFile(file, []byte(key+"\n"), 0o600))
+	c, _, err = serverClient(t.Context(), kube, flags{providerConfig: "default", out: t.TempDir(), endpoint: hs.URL, keyFile: file}, ref, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListTeams(t.Context()); err != nil {
+		t.Errorf("discovery's client, --key-file and the config's CA bundle: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -142,16 +142,20 @@ func kubeClient() (client.Client, error) {
 // serverClient is a client of the provider config's server (or of
 // --endpoint with --key-file) that can only read.
 func serverClient(ctx context.Context, kube client.Reader, f flags, ref xpv2.ProviderConfigReference, pcNamespace string) (*terdut.Client, *discover.ReadOnly, error) {
+	cfg, err := credentials.GetProviderConfig(ctx, kube, ref, pcNamespace)
+	if err != nil && f.keyFile == "" {
+		return nil, nil, err
+	}
 	var o terdut.Options
-	if f.keyFile == "" {
-		cfg, err := credentials.GetProviderConfig(ctx, kube, ref, pcNamespace)
-		if err != nil {
+	if err == nil {
+		// NOTE: with --key-file the config's key may be unreadable; its CA
+		// bundle and timeout still apply.
+		o, err = credentials.ClientOptions(ctx, kube, cfg)
+		if err != nil && (f.keyFile == "" || !credentials.IsCredentialsMissing(err)) {
 			return nil, nil, err
 		}
-		if o, err = credentials.ClientOptions(ctx, kube, cfg); err != nil {
-			return nil, nil, err
-		}
-	} else {
+	}
+	if f.keyFile != "" {
 		key, err := os.ReadFile(f.keyFile)
 		if err != nil {
 			return nil, nil, err
