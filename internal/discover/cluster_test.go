@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -13,6 +12,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/discover"
 )
 
@@ -43,10 +43,7 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 // same provider config (a ProviderConfig of the same namespace); an MR of
 // another server's config holds nothing here; every MR's name is taken.
 func TestInCluster(t *testing.T) {
-	s := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := controllertest.Scheme(t)
 	mr := func(ns, name, en string, ref xpv2.ProviderConfigReference) *v1alpha1.Team {
 		tm := &v1alpha1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		meta.SetExternalName(tm, en)

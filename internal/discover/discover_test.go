@@ -11,7 +11,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
@@ -21,6 +20,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/deadmanswitch"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/escalationpolicy"
 	"git.ryuvia.com/niklas/provider-terdut/internal/controller/generic"
@@ -210,9 +210,7 @@ func TestDiscoverySkipsWhatAnMRHolds(t *testing.T) {
 	holder.Status.AtProvider.ID = id
 	ref := cpc
 	holder.SetProviderConfigReference(&ref)
-	s := runtime.NewScheme()
-	must(t, v1alpha1.AddToScheme(s))
-	kube := fake.NewClientBuilder().WithScheme(s).WithObjects(holder).
+	kube := fake.NewClientBuilder().WithScheme(controllertest.Scheme(t)).WithObjects(holder).
 		WithIndex(&v1alpha1.Team{}, generic.IndexExternalName, generic.ExternalNameOf).Build()
 	owners := generic.Owners{Kube: kube, Kind: v1alpha1.DeadmanSwitchKind}
 	children := 0

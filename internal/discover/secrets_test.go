@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -16,6 +15,7 @@ import (
 
 	"git.ryuvia.com/niklas/provider-terdut/apis/v1alpha1"
 	"git.ryuvia.com/niklas/provider-terdut/internal/clients/terdut"
+	"git.ryuvia.com/niklas/provider-terdut/internal/controller/controllertest"
 	"git.ryuvia.com/niklas/provider-terdut/internal/discover"
 )
 
@@ -26,9 +26,7 @@ import (
 // delete it).
 func TestConnectionSecretNamesAreFree(t *testing.T) {
 	_, hs, _ := brownfield(t)
-	s := runtime.NewScheme()
-	must(t, corev1.AddToScheme(s))
-	must(t, v1alpha1.AddToScheme(s))
+	s := controllertest.Scheme(t)
 	other := xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "staging"}
 	pager := &v1alpha1.Integration{ObjectMeta: metav1.ObjectMeta{Namespace: "payments-0", Name: "pager", UID: "pager-uid"}}
 	pager.SetProviderConfigReference(&other)

@@ -64,7 +64,9 @@ func ResolveProviderConfig(ctx context.Context, kube client.Reader, mg resource.
 }
 
 // GetProviderConfig gets the provider config ref names for an MR of
-// namespace: a ProviderConfig there, or a ClusterProviderConfig.
+// namespace: a ProviderConfig there, or a ClusterProviderConfig. The caller
+// vouches for namespace and ref: an MR's own (ResolveProviderConfig, which
+// also refuses a missing ref), or an operator's command line.
 func GetProviderConfig(ctx context.Context, kube client.Reader, ref xpv2.ProviderConfigReference, namespace string) (Config, error) {
 	switch ref.Kind {
 	case v1alpha1.ProviderConfigKind:
